@@ -1,0 +1,55 @@
+package compat
+
+// Nacos property names nacos-lockd reads, and their defaults, in one place.
+// Names marked "nacos-lockd" are our additions, styled after Nacos's so they
+// sit naturally in the same application.properties.
+const (
+	// PropMainPort is the main (HTTP) port in Nacos 3.x; clients reach gRPC
+	// at this port + 1000.
+	PropMainPort = "nacos.server.main.port"
+	// PropServerPort is the main port's name in Nacos 2.x (Spring Boot's
+	// own). Nacos 3.x files use PropMainPort; ServerPort reads both.
+	PropServerPort = "server.port"
+	// PropIPAddress is this node's IP address.
+	PropIPAddress = "nacos.inetutils.ip-address"
+
+	// PropLockDefaultExpireTime is the lease, in ms, for a request that
+	// sends a negative expiredTime (clients send -1 for "default").
+	PropLockDefaultExpireTime = "nacos.lock.default_expire_time"
+	// PropLockMaxExpireTime caps a requested lease, in ms.
+	PropLockMaxExpireTime = "nacos.lock.max_expire_time"
+	// PropLockExpireScanInterval is the delay, in ms, between passes of the
+	// expiry scanner.
+	PropLockExpireScanInterval = "nacos.lock.expire.scan.interval"
+	// PropLockDisconnectGrace is how long, in ms, a closed connection's
+	// locks are kept before cleanup is proposed (nacos-lockd; 0 is Nacos
+	// 3.3's behaviour).
+	PropLockDisconnectGrace = "nacos.lock.disconnect_grace_ms"
+	// PropLockMaxWaitTime caps, in ms, how long a waiter may ask to wait
+	// (nacos-lockd).
+	PropLockMaxWaitTime = "nacos.lock.max_wait_time"
+	// PropLockMaxKeyLength caps a lock key, in bytes (nacos-lockd).
+	PropLockMaxKeyLength = "nacos.lock.max_key_length"
+	// PropLockMaxOwnerLength caps a lock owner, in bytes (nacos-lockd).
+	PropLockMaxOwnerLength = "nacos.lock.max_owner_length"
+	// PropLockRequestTimeout is how long, in ms, a lock request may wait for
+	// Raft (nacos-lockd).
+	PropLockRequestTimeout = "nacos.lock.request_timeout"
+)
+
+// Defaults for the properties above.
+const (
+	DefaultServerPort = 8848
+	// DefaultIPAddress is used when PropIPAddress is unset: right for a
+	// single node, which only its own host needs to reach.
+	DefaultIPAddress = "127.0.0.1"
+
+	DefaultLockDefaultExpireMs  = 30_000
+	DefaultLockMaxExpireMs      = 1_800_000
+	DefaultLockScanIntervalMs   = 1_000
+	DefaultLockDisconnectMs     = 0
+	DefaultLockMaxWaitMs        = 1_800_000
+	DefaultLockMaxKeyLength     = 4096
+	DefaultLockMaxOwnerLength   = 1024
+	DefaultLockRequestTimeoutMs = 5_000
+)
