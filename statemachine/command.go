@@ -1,0 +1,224 @@
+package statemachine
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Op is a state machine operation. The numeric values are part of the Raft
+// log format: never renumber them.
+type Op uint8
+
+const (
+	OpAcquire           Op = 1
+	OpRelease           Op = 2
+	OpRenew             Op = 3
+	OpCancelWait        Op = 4
+	OpExpire            Op = 5 // proposed by the leader's reaper only
+	OpCleanupConnection Op = 6 // proposed by the node that held the connection
+)
+
+func (o Op) String() string {
+	switch o {
+	case OpAcquire:
+		return "ACQUIRE"
+	case OpRelease:
+		return "RELEASE"
+	case OpRenew:
+		return "RENEW"
+	case OpCancelWait:
+		return "CANCEL_WAIT"
+	case OpExpire:
+		return "EXPIRE"
+	case OpCleanupConnection:
+		return "CLEANUP_CONNECTION"
+	}
+	return fmt.Sprintf("Op(%d)", uint8(o))
+}
+
+// Kind is a lock type. Like Op, the values are persisted: never renumber.
+type Kind uint8
+
+const (
+	KindNacosLock    Kind = 1 // NACOS_LOCK: the Gen 1 mutex, not reentrant
+	KindReentrant    Kind = 2 // REENTRANT
+	KindNonReentrant Kind = 3 // NON_REENTRANT
+)
+
+// String returns the Nacos lockType string.
+func (k Kind) String() string {
+	switch k {
+	case KindNacosLock:
+		return "NACOS_LOCK"
+	case KindReentrant:
+		return "REENTRANT"
+	case KindNonReentrant:
+		return "NON_REENTRANT"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// ParseKind maps a Nacos lockType string to a Kind.
+func ParseKind(s string) (Kind, bool) {
+	switch s {
+	case "NACOS_LOCK":
+		return KindNacosLock, true
+	case "REENTRANT":
+		return KindReentrant, true
+	case "NON_REENTRANT":
+		return KindNonReentrant, true
+	}
+	return 0, false
+}
+
+func (k Kind) valid() bool { return k >= KindNacosLock && k <= KindNonReentrant }
+
+// Command is one entry of the Raft log. It carries every input the table
+// needs, including the time: NowMs is the proposing node's wall clock in
+// Unix milliseconds, stamped when the command is proposed.
+type Command struct {
+	Op     Op
+	NowMs  int64
+	Kind   Kind
+	Key    string
+	Owner  string // holder identity; the gateway defaults it to ConnID
+	ConnID string // the caller's connection (ACQUIRE, RENEW, CANCEL_WAIT, CLEANUP_CONNECTION)
+	// LeaseMs is the lease duration already resolved by the gateway from the
+	// Nacos lease rules (default, cap). The end time is computed in apply
+	// from the table clock, never by the proposer.
+	LeaseMs int64
+	// WaitMs > 0 asks to be queued for that long when the lock is held.
+	WaitMs int64
+	// Retry is the client's waiterRetry flag. The table decides who is the
+	// queue head itself, so it is informational only.
+	Retry bool
+	// Token is the fencing token an EXPIRE refers to: the lease it wants to end.
+	Token uint64
+}
+
+// commandVersion is the first byte of every encoded command. A future
+// format gets a new version and this package keeps decoding the old one.
+const commandVersion = 1
+
+var errMalformed = errors.New("malformed command")
+
+// Encode serialises the command for the Raft log.
+func (c Command) Encode() []byte {
+	b := make([]byte, 0, 32+len(c.Key)+len(c.Owner)+len(c.ConnID))
+	b = append(b, commandVersion, byte(c.Op))
+	b = binary.AppendVarint(b, c.NowMs)
+	b = append(b, byte(c.Kind))
+	b = appendString(b, c.Key)
+	b = appendString(b, c.Owner)
+	b = appendString(b, c.ConnID)
+	b = binary.AppendVarint(b, c.LeaseMs)
+	b = binary.AppendVarint(b, c.WaitMs)
+	var flags byte
+	if c.Retry {
+		flags |= 1
+	}
+	b = append(b, flags)
+	b = binary.AppendUvarint(b, c.Token)
+	return b
+}
+
+// DecodeCommand parses an encoded command. It never panics; any input it
+// cannot read exactly (short, trailing bytes, unknown version) is an error.
+func DecodeCommand(data []byte) (Command, error) {
+	r := reader{b: data}
+	var c Command
+	if v := r.byte(); v != commandVersion {
+		return Command{}, fmt.Errorf("%w: version %d", errMalformed, v)
+	}
+	c.Op = Op(r.byte())
+	c.NowMs = r.varint()
+	c.Kind = Kind(r.byte())
+	c.Key = r.string()
+	c.Owner = r.string()
+	c.ConnID = r.string()
+	c.LeaseMs = r.varint()
+	c.WaitMs = r.varint()
+	flags := r.byte()
+	c.Retry = flags&1 != 0
+	c.Token = r.uvarint()
+	if r.err != nil {
+		return Command{}, r.err
+	}
+	if flags&^1 != 0 {
+		return Command{}, fmt.Errorf("%w: unknown flags %#x", errMalformed, flags)
+	}
+	if len(r.b) != 0 {
+		return Command{}, fmt.Errorf("%w: %d trailing bytes", errMalformed, len(r.b))
+	}
+	return c, nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// reader decodes the varint/length-prefixed encodings used by commands,
+// records and snapshots. The first error sticks; later reads return zero.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(what string) {
+	if r.err == nil {
+		r.err = fmt.Errorf("%w: truncated %s", errMalformed, what)
+	}
+	r.b = nil
+}
+
+func (r *reader) byte() byte {
+	if r.err != nil || len(r.b) < 1 {
+		r.fail("byte")
+		return 0
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	return v
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.fail("uvarint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.fail("varint")
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) string() string {
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.fail("string")
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}

@@ -1,0 +1,61 @@
+package statemachine
+
+import (
+	"context"
+	"sync"
+)
+
+// Local applies commands straight to an in-memory table, without Raft or
+// storage, numbering entries itself. It has the same contract as Node for
+// the gateway (Propose, IsLeader, Expired), so gateway tests and tools run
+// the real lock rules without a Raft group.
+type Local struct {
+	mu     sync.Mutex
+	t      *Table
+	index  uint64
+	notify Notifier
+}
+
+// NewLocal returns an empty local table; notify may be nil.
+func NewLocal(notify Notifier) *Local { return &Local{t: NewTable(), notify: notify} }
+
+// Propose applies cmd as the next entry.
+func (l *Local) Propose(ctx context.Context, cmd Command) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	l.mu.Lock()
+	l.index++
+	res := l.t.Apply(l.index, cmd)
+	l.t.takeDirty()
+	notes := l.t.takeNotifications()
+	l.mu.Unlock()
+	if len(notes) > 0 && l.notify != nil {
+		l.notify(notes)
+	}
+	return res, nil
+}
+
+// IsLeader is always true: a local table is its own leader.
+func (l *Local) IsLeader() bool { return true }
+
+// Expired lists leases that ended before nowMs.
+func (l *Local) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.Expired(nowMs, limit), nil
+}
+
+// Lock reports one lock's state.
+func (l *Local) Lock(kind Kind, key string) LockInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.Lock(kind, key)
+}
+
+// Stats reports table-wide figures.
+func (l *Local) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.Stats()
+}

@@ -1,0 +1,111 @@
+package statemachine
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Storage layout. Lock records live under 'l', kind, key so that byte
+// order is (kind, key) order; table metadata lives under 'm'.
+const (
+	lockPrefix = 'l'
+	metaPrefix = 'm'
+)
+
+var (
+	keyApplied = []byte("m/applied")
+	keyClock   = []byte("m/clock")
+	keyFence   = []byte("m/fence")
+)
+
+func lockKey(id lockID) []byte {
+	b := make([]byte, 0, 2+len(id.key))
+	b = append(b, lockPrefix, byte(id.kind))
+	return append(b, id.key...)
+}
+
+func parseLockKey(k []byte) (lockID, error) {
+	if len(k) < 3 || k[0] != lockPrefix || !Kind(k[1]).valid() {
+		return lockID{}, fmt.Errorf("%w: bad lock key %q", errMalformed, k)
+	}
+	return lockID{kind: Kind(k[1]), key: string(k[2:])}, nil
+}
+
+// recordVersion prefixes every stored lock record.
+const recordVersion = 1
+
+func encodeRecord(l *lockState) []byte {
+	b := make([]byte, 0, 48+len(l.owner)+len(l.connID)+len(l.waiters)*48)
+	b = append(b, recordVersion)
+	var flags byte
+	if l.unclaimed {
+		flags |= 1
+	}
+	b = append(b, flags)
+	b = appendString(b, l.owner)
+	b = appendString(b, l.connID)
+	b = binary.AppendUvarint(b, uint64(l.count))
+	b = binary.AppendVarint(b, l.leaseEnd)
+	b = binary.AppendUvarint(b, l.token)
+	b = binary.AppendUvarint(b, uint64(len(l.waiters)))
+	for _, w := range l.waiters {
+		b = appendString(b, w.owner)
+		b = appendString(b, w.connID)
+		b = binary.AppendVarint(b, w.enqueued)
+		b = binary.AppendVarint(b, w.deadline)
+		b = binary.AppendVarint(b, w.leaseMs)
+	}
+	return b
+}
+
+func decodeRecord(data []byte) (*lockState, error) {
+	r := reader{b: data}
+	if v := r.byte(); r.err == nil && v != recordVersion {
+		return nil, fmt.Errorf("%w: record version %d", errMalformed, v)
+	}
+	flags := r.byte()
+	l := &lockState{unclaimed: flags&1 != 0}
+	l.owner = r.string()
+	l.connID = r.string()
+	count := r.uvarint()
+	l.leaseEnd = r.varint()
+	l.token = r.uvarint()
+	n := r.uvarint()
+	if r.err != nil {
+		return nil, r.err
+	}
+	if count > 1<<31-1 || n > uint64(len(r.b)) { // each waiter takes at least one byte
+		return nil, fmt.Errorf("%w: record counts out of range", errMalformed)
+	}
+	l.count = int32(count)
+	if n > 0 {
+		l.waiters = make([]waiter, n)
+	}
+	for i := range l.waiters {
+		w := &l.waiters[i]
+		w.owner = r.string()
+		w.connID = r.string()
+		w.enqueued = r.varint()
+		w.deadline = r.varint()
+		w.leaseMs = r.varint()
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	if len(r.b) != 0 || flags&^1 != 0 {
+		return nil, fmt.Errorf("%w: record has trailing data", errMalformed)
+	}
+	if (l.owner == "") != (l.count == 0) {
+		return nil, fmt.Errorf("%w: record holder and count disagree", errMalformed)
+	}
+	return l, nil
+}
+
+func encodeUint(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func decodeUint(b []byte) (uint64, error) {
+	if len(b) != 8 {
+		return 0, fmt.Errorf("%w: meta value of %d bytes", errMalformed, len(b))
+	}
+	return binary.BigEndian.Uint64(b), nil
+}

@@ -1,0 +1,114 @@
+package statemachine
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Code is the verdict of applying one command. Refusals are codes, not
+// errors: Update only fails when storage does.
+type Code uint8
+
+const (
+	CodeOK         Code = iota // granted, released, renewed, cancelled, expired or cleaned up
+	CodeHeld                   // the lock is held by another owner (the caller may have been queued)
+	CodeNotOwner               // release or renew by someone who does not hold the lock
+	CodeNotFound               // release or renew of a lock that is free or does not exist
+	CodeNotExpired             // EXPIRE of a lease that is not over, or was renewed or re-granted
+	CodeMalformed              // the entry could not be decoded or is not a valid command
+)
+
+// Nacos result strings, shown to clients as lockResult.errorMessage.
+const (
+	MsgHeld       = "Lock is held by another owner"
+	MsgNotOwner   = "Unlock failed: not held by this owner"
+	MsgNotFound   = "Lock does not exist or already expired"
+	MsgNotExpired = "Lock not expired or not found"
+	MsgMalformed  = "lockOperation is not exist."
+)
+
+func (c Code) String() string {
+	switch c {
+	case CodeOK:
+		return "ok"
+	case CodeHeld:
+		return "held"
+	case CodeNotOwner:
+		return "not_owner"
+	case CodeNotFound:
+		return "not_found"
+	case CodeNotExpired:
+		return "not_expired"
+	case CodeMalformed:
+		return "malformed"
+	}
+	return fmt.Sprintf("code_%d", uint8(c))
+}
+
+// Result is what apply returns to the proposer.
+type Result struct {
+	Code Code
+	// Count is the hold count after the operation: 1 after a first acquire,
+	// 0 after the final release.
+	Count int32
+	// WaitPosition is the 0-based queue position when the caller was queued,
+	// -1 otherwise.
+	WaitPosition int32
+	// Token is the fencing token of the caller's grant (ACQUIRE, RENEW).
+	Token uint64
+}
+
+// Success reports whether the operation did what was asked.
+func (r Result) Success() bool { return r.Code == CodeOK }
+
+// Message is the Nacos text for a refusal, empty on success.
+func (r Result) Message() string {
+	switch r.Code {
+	case CodeHeld:
+		return MsgHeld
+	case CodeNotOwner:
+		return MsgNotOwner
+	case CodeNotFound:
+		return MsgNotFound
+	case CodeNotExpired:
+		return MsgNotExpired
+	case CodeMalformed:
+		return MsgMalformed
+	}
+	return ""
+}
+
+func refused(code Code) Result { return Result{Code: code, WaitPosition: -1} }
+
+// encodeResult packs a Result into dragonboat's sm.Result data.
+func encodeResult(r Result) []byte {
+	b := make([]byte, 0, 16)
+	b = append(b, byte(r.Code))
+	b = binary.AppendVarint(b, int64(r.Count))
+	b = binary.AppendVarint(b, int64(r.WaitPosition))
+	b = binary.AppendUvarint(b, r.Token)
+	return b
+}
+
+func decodeResult(b []byte) (Result, error) {
+	r := reader{b: b}
+	res := Result{
+		Code:         Code(r.byte()),
+		Count:        int32(r.varint()),
+		WaitPosition: int32(r.varint()),
+		Token:        r.uvarint(),
+	}
+	return res, r.err
+}
+
+// Notification tells the node holding ConnID that Owner has been granted
+// the lock it was queued for (Nacos's LockNotificationRequest AVAILABLE).
+// Every replica computes the same notifications; only the node that holds
+// the connection delivers them.
+type Notification struct {
+	ConnID string
+	Owner  string
+	Kind   Kind
+	Key    string
+	Token  uint64
+}

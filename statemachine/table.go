@@ -1,0 +1,447 @@
+package statemachine
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/google/btree"
+)
+
+// lockID identifies a lock: Nacos compares (lockType, key) as exact strings,
+// so the same key under two types is two locks.
+type lockID struct {
+	kind Kind
+	key  string
+}
+
+func compareIDs(a, b lockID) int {
+	if c := cmp.Compare(a.kind, b.kind); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.key, b.key)
+}
+
+// lockState is one lock. owner == "" means free. A free lock never has
+// queued waiters: whenever a lock becomes free, the same apply hands it to
+// the first live waiter (see settle), so a free entry with no waiters is
+// deleted and nobody can barge past a queue.
+type lockState struct {
+	owner    string
+	connID   string // connection of the owner's latest ACQUIRE, RENEW or claim
+	count    int32
+	leaseEnd int64  // table clock (Unix ms) after which the lease is over
+	token    uint64 // fencing token of the current grant
+	// unclaimed marks a grant made to a queued waiter that the waiter has
+	// not yet confirmed with an ACQUIRE. Its claim returns count 1 and the
+	// same token, and a CANCEL_WAIT gives it up.
+	unclaimed bool
+	waiters   []waiter
+}
+
+func (l *lockState) held() bool { return l.owner != "" }
+
+type waiter struct {
+	owner    string
+	connID   string
+	enqueued int64 // table clock when queued (informational)
+	deadline int64 // the waiter is dead once clock >= deadline
+	leaseMs  int64 // lease to grant when the lock is handed over
+}
+
+type leaseItem struct {
+	end int64
+	id  lockID
+}
+
+func leaseLess(a, b leaseItem) bool {
+	if a.end != b.end {
+		return a.end < b.end
+	}
+	return compareIDs(a.id, b.id) < 0
+}
+
+// Table is the deterministic lock table. It is not safe for concurrent
+// use; the dragonboat adapter serialises access.
+type Table struct {
+	locks   map[lockID]*lockState
+	conns   map[string]map[lockID]int // connection -> locks that reference it (holder or waiter), with multiplicity
+	leases  *btree.BTreeG[leaseItem]  // held locks by lease end, for the reaper
+	clock   int64                     // max NowMs of all applied commands
+	fence   uint64                    // highest fencing token ever granted
+	applied uint64                    // index of the last applied entry
+	held    int                       // number of held locks
+	queued  int                       // number of queued waiters
+
+	dirty map[lockID]struct{} // locks changed since takeDirty
+	notes []Notification      // grants to waiters since takeNotifications
+}
+
+// NewTable returns an empty table.
+func NewTable() *Table {
+	return &Table{
+		locks:  make(map[lockID]*lockState),
+		conns:  make(map[string]map[lockID]int),
+		leases: btree.NewG(32, leaseLess),
+		dirty:  make(map[lockID]struct{}),
+	}
+}
+
+// Applied is the index of the last applied entry.
+func (t *Table) Applied() uint64 { return t.applied }
+
+// Clock is the table clock: the largest NowMs applied so far.
+func (t *Table) Clock() int64 { return t.clock }
+
+// Fence is the highest fencing token ever granted.
+func (t *Table) Fence() uint64 { return t.fence }
+
+// ApplyEncoded decodes and applies one log entry. An entry that does not
+// decode gets CodeMalformed, identically on every replica.
+func (t *Table) ApplyEncoded(index uint64, data []byte) Result {
+	cmd, err := DecodeCommand(data)
+	if err != nil {
+		t.applied = index
+		return refused(CodeMalformed)
+	}
+	return t.Apply(index, cmd)
+}
+
+// Apply applies one command committed at the given Raft index.
+func (t *Table) Apply(index uint64, cmd Command) Result {
+	t.applied = index
+	if !cmd.valid() {
+		return refused(CodeMalformed)
+	}
+	t.clock = max(t.clock, cmd.NowMs)
+	switch cmd.Op {
+	case OpAcquire:
+		return t.acquire(index, cmd)
+	case OpRelease:
+		return t.release(index, cmd)
+	case OpRenew:
+		return t.renew(index, cmd)
+	case OpCancelWait:
+		return t.cancelWait(index, cmd)
+	case OpExpire:
+		return t.expire(index, cmd)
+	case OpCleanupConnection:
+		return t.cleanup(index, cmd)
+	}
+	return refused(CodeMalformed)
+}
+
+// valid checks what apply relies on. It depends only on the command, so
+// every replica reaches the same verdict.
+func (c Command) valid() bool {
+	switch c.Op {
+	case OpAcquire:
+		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0
+	case OpRenew:
+		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0
+	case OpCancelWait:
+		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != ""
+	case OpRelease:
+		return c.Kind.valid() && c.Key != "" && c.Owner != ""
+	case OpExpire:
+		return c.Kind.valid() && c.Key != ""
+	case OpCleanupConnection:
+		return c.ConnID != ""
+	}
+	return false
+}
+
+// leaseEnd adds a lease to the clock without overflowing.
+func (t *Table) leaseEnd(ms int64) int64 {
+	if ms > maxTime-t.clock {
+		return maxTime
+	}
+	return t.clock + ms
+}
+
+const maxTime = int64(^uint64(0) >> 1)
+
+func (t *Table) acquire(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l := t.edit(id)
+	defer t.done(id, l)
+	t.settle(index, id, l)
+
+	switch {
+	case l.owner == cmd.Owner && l.unclaimed:
+		// The queued waiter confirms the grant it was notified about. The
+		// lease restarts now: this is when the client learns it holds it.
+		l.unclaimed = false
+		l.connID = cmd.ConnID
+		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+		l.removeWaiter(cmd.Owner)
+		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+	case l.owner == cmd.Owner && cmd.Kind == KindReentrant:
+		// Re-entry is checked before the queue: the holder never waits on itself.
+		l.count++
+		l.connID = cmd.ConnID
+		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+	case l.owner == cmd.Owner:
+		// NON_REENTRANT and NACOS_LOCK refuse re-entry. Queuing the holder
+		// behind itself could only deadlock, so it is never queued.
+		return refused(CodeHeld)
+	case !l.held():
+		// Free implies no live waiters (settle just handed it over otherwise).
+		l.owner, l.connID, l.count = cmd.Owner, cmd.ConnID, 1
+		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+		l.token = index
+		t.fence = max(t.fence, index)
+		l.removeWaiter(cmd.Owner)
+		return Result{Code: CodeOK, Count: 1, WaitPosition: -1, Token: index}
+	}
+	if cmd.WaitMs <= 0 {
+		return refused(CodeHeld)
+	}
+	pos := l.enqueue(waiter{
+		owner:    cmd.Owner,
+		connID:   cmd.ConnID,
+		enqueued: t.clock,
+		deadline: t.leaseEnd(cmd.WaitMs),
+		leaseMs:  cmd.LeaseMs,
+	})
+	return Result{Code: CodeHeld, WaitPosition: int32(pos)}
+}
+
+func (t *Table) release(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return refused(CodeNotFound)
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	t.settle(index, id, l)
+	switch {
+	case !l.held():
+		return refused(CodeNotFound)
+	case l.owner != cmd.Owner:
+		return refused(CodeNotOwner)
+	}
+	l.count--
+	if l.unclaimed || l.count <= 0 {
+		l.free()
+		t.settle(index, id, l)
+		return Result{Code: CodeOK, Count: 0, WaitPosition: -1}
+	}
+	return Result{Code: CodeOK, Count: l.count, WaitPosition: -1}
+}
+
+func (t *Table) renew(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return refused(CodeNotFound) // no zombie entry for a missing key
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	// A lease that is over stays over: settle frees it before the owner
+	// check, so a late RENEW cannot resurrect it.
+	t.settle(index, id, l)
+	switch {
+	case !l.held():
+		return refused(CodeNotFound)
+	case l.owner != cmd.Owner:
+		return refused(CodeNotOwner)
+	}
+	l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+	l.connID = cmd.ConnID // a watchdog renewing after a reconnect moves the lock to its new connection
+	return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+}
+
+func (t *Table) cancelWait(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return Result{Code: CodeOK, WaitPosition: -1}
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	t.settle(index, id, l)
+	l.removeWaiter(cmd.Owner)
+	if l.owner == cmd.Owner && l.unclaimed {
+		// The waiter gave up just as the lock reached it: pass it on.
+		l.free()
+		t.settle(index, id, l)
+	}
+	return Result{Code: CodeOK, WaitPosition: -1}
+}
+
+func (t *Table) expire(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return refused(CodeNotExpired)
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	// Only the lease the reaper saw may be ended, and only once the table
+	// clock is past it: a renew or a new grant committed first wins.
+	due := l.held() && l.token == cmd.Token && t.clock > l.leaseEnd
+	t.settle(index, id, l)
+	if !due {
+		return refused(CodeNotExpired)
+	}
+	return Result{Code: CodeOK, WaitPosition: -1}
+}
+
+func (t *Table) cleanup(index uint64, cmd Command) Result {
+	refs := t.conns[cmd.ConnID]
+	ids := make([]lockID, 0, len(refs))
+	for id := range refs {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, compareIDs) // map order must not reach state
+	for _, id := range ids {
+		l := t.locks[id]
+		t.unindex(id, l)
+		l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return w.connID == cmd.ConnID })
+		if l.held() && l.connID == cmd.ConnID {
+			l.free() // whatever the reentrant count: the connection is gone
+		}
+		t.settle(index, id, l)
+		t.done(id, l)
+	}
+	return Result{Code: CodeOK, WaitPosition: -1}
+}
+
+// settle brings a lock up to the table clock: it drops waiters whose
+// deadline passed, ends a lease that is over, and hands a free lock to the
+// first live waiter. The hand-off is a grant like any other: a new fencing
+// token (this entry's index), a lease from the waiter's request, and a
+// notification to the waiter's connection.
+func (t *Table) settle(index uint64, id lockID, l *lockState) {
+	l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return t.clock >= w.deadline })
+	if l.held() && t.clock > l.leaseEnd {
+		l.free()
+	}
+	if l.held() || len(l.waiters) == 0 {
+		return
+	}
+	w := l.waiters[0]
+	l.waiters = slices.Delete(l.waiters, 0, 1)
+	l.owner, l.connID, l.count = w.owner, w.connID, 1
+	l.leaseEnd = t.leaseEnd(w.leaseMs)
+	l.token = index
+	l.unclaimed = true
+	t.fence = max(t.fence, index)
+	t.notes = append(t.notes, Notification{ConnID: w.connID, Owner: w.owner, Kind: id.kind, Key: id.key, Token: index})
+}
+
+func (l *lockState) free() {
+	l.owner, l.connID, l.count, l.leaseEnd, l.unclaimed = "", "", 0, 0, false
+}
+
+func (l *lockState) removeWaiter(owner string) {
+	l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return w.owner == owner })
+}
+
+// enqueue adds w at the tail, or refreshes the owner's existing entry in
+// place (new deadline, connection and lease) so retries never duplicate it.
+// It returns the 0-based position.
+func (l *lockState) enqueue(w waiter) int {
+	for i := range l.waiters {
+		if l.waiters[i].owner == w.owner {
+			w.enqueued = l.waiters[i].enqueued
+			l.waiters[i] = w
+			return i
+		}
+	}
+	l.waiters = append(l.waiters, w)
+	return len(l.waiters) - 1
+}
+
+// edit returns the lock for id, creating it, and removes it from the
+// derived indexes until done puts it back.
+func (t *Table) edit(id lockID) *lockState {
+	l, ok := t.locks[id]
+	if !ok {
+		l = &lockState{}
+		t.locks[id] = l
+		return l
+	}
+	t.unindex(id, l)
+	return l
+}
+
+// done re-indexes a lock after a change, deletes it when it is free with
+// nobody waiting, and marks it for persistence.
+func (t *Table) done(id lockID, l *lockState) {
+	t.dirty[id] = struct{}{}
+	if !l.held() && len(l.waiters) == 0 {
+		delete(t.locks, id)
+		return
+	}
+	t.index(id, l)
+}
+
+func (t *Table) index(id lockID, l *lockState) {
+	if l.held() {
+		t.held++
+		t.leases.ReplaceOrInsert(leaseItem{l.leaseEnd, id})
+		t.ref(l.connID, id, 1)
+	}
+	t.queued += len(l.waiters)
+	for _, w := range l.waiters {
+		t.ref(w.connID, id, 1)
+	}
+}
+
+func (t *Table) unindex(id lockID, l *lockState) {
+	if l.held() {
+		t.held--
+		t.leases.Delete(leaseItem{l.leaseEnd, id})
+		t.ref(l.connID, id, -1)
+	}
+	t.queued -= len(l.waiters)
+	for _, w := range l.waiters {
+		t.ref(w.connID, id, -1)
+	}
+}
+
+func (t *Table) ref(conn string, id lockID, delta int) {
+	refs := t.conns[conn]
+	if refs == nil {
+		refs = make(map[lockID]int)
+		t.conns[conn] = refs
+	}
+	refs[id] += delta
+	if refs[id] <= 0 {
+		delete(refs, id)
+		if len(refs) == 0 {
+			delete(t.conns, conn)
+		}
+	}
+}
+
+// takeDirty returns the locks changed since the last call, in key order.
+func (t *Table) takeDirty() []lockID {
+	ids := make([]lockID, 0, len(t.dirty))
+	for id := range t.dirty {
+		ids = append(ids, id)
+	}
+	clear(t.dirty)
+	slices.SortFunc(ids, compareIDs)
+	return ids
+}
+
+// takeNotifications returns the grants to waiters since the last call, in
+// the order they were made.
+func (t *Table) takeNotifications() []Notification {
+	n := t.notes
+	t.notes = nil
+	return n
+}
+
+// put installs a decoded lock (loading from storage or a snapshot).
+func (t *Table) put(id lockID, l *lockState) {
+	if old, ok := t.locks[id]; ok {
+		t.unindex(id, old)
+	}
+	t.locks[id] = l
+	t.index(id, l)
+}
