@@ -1,0 +1,96 @@
+package gateway
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Config configures the gateway. Zero values pick the defaults noted,
+// which are Nacos's where Nacos has one.
+type Config struct {
+	// ListenAddr is the SDK gRPC address, host:port (main port + 1000).
+	ListenAddr string
+	// AdvertiseIP and MainPort are what ConnectResetRequest tells clients;
+	// an empty IP lets the client pick the next server from its own list.
+	AdvertiseIP string
+	MainPort    int
+	// NodeID makes connection ids unique across a cluster.
+	NodeID string
+
+	DefaultLease    time.Duration // nacos.lock.default_expire_time, 30s
+	MaxLease        time.Duration // nacos.lock.max_expire_time, 30m
+	MaxWait         time.Duration // nacos.lock.max_wait_time, 30m
+	ScanInterval    time.Duration // nacos.lock.expire.scan.interval, 1s
+	DisconnectGrace time.Duration // nacos.lock.disconnect_grace_ms, 0
+	RequestTimeout  time.Duration // nacos.lock.request_timeout, 5s
+	MaxKeyLength    int           // nacos.lock.max_key_length, 4096 bytes
+	MaxOwnerLength  int           // nacos.lock.max_owner_length, 1024 bytes
+
+	// MaxMessageSize bounds one gRPC message; the Java client's own limit
+	// is 10 MiB, so larger would never be answered anyway. Default 10 MiB.
+	MaxMessageSize int
+	// PushQueue is how many pushes may wait for one connection's stream
+	// before the connection is dropped (a client that does not read must
+	// not hold up apply). Default 1024.
+	PushQueue int
+	// PushTimeout bounds the wait for a push's reply. Default 3s, as Nacos.
+	PushTimeout time.Duration
+	// ShutdownGrace bounds graceful shutdown: resets, then draining. Default 5s.
+	ShutdownGrace time.Duration
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.DefaultLease, 30*time.Second)
+	def(&c.MaxLease, 30*time.Minute)
+	def(&c.MaxWait, 30*time.Minute)
+	def(&c.ScanInterval, time.Second)
+	def(&c.RequestTimeout, 5*time.Second)
+	def(&c.PushTimeout, 3*time.Second)
+	def(&c.ShutdownGrace, 5*time.Second)
+	if c.MaxKeyLength == 0 {
+		c.MaxKeyLength = 4096
+	}
+	if c.MaxOwnerLength == 0 {
+		c.MaxOwnerLength = 1024
+	}
+	if c.MaxMessageSize == 0 {
+		c.MaxMessageSize = 10 << 20
+	}
+	if c.PushQueue == 0 {
+		c.PushQueue = 1024
+	}
+	return c
+}
+
+// Validate reports settings that cannot work.
+func (c Config) Validate() error {
+	c = c.withDefaults()
+	var errs []error
+	if c.ListenAddr == "" {
+		errs = append(errs, errors.New("gateway: listen address is required"))
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"default lease", c.DefaultLease}, {"max lease", c.MaxLease}, {"max wait", c.MaxWait},
+		{"scan interval", c.ScanInterval}, {"request timeout", c.RequestTimeout},
+	} {
+		if d.v <= 0 {
+			errs = append(errs, fmt.Errorf("gateway: %s must be positive, got %v", d.name, d.v))
+		}
+	}
+	if c.DisconnectGrace < 0 {
+		errs = append(errs, fmt.Errorf("gateway: disconnect grace must not be negative, got %v", c.DisconnectGrace))
+	}
+	if c.MaxKeyLength < 0 || c.MaxOwnerLength < 0 {
+		errs = append(errs, errors.New("gateway: key and owner length limits must not be negative"))
+	}
+	return errors.Join(errs...)
+}

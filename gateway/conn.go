@@ -1,0 +1,194 @@
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc/stats"
+
+	"nacos-lockd/protocol"
+	"nacos-lockd/protocol/pb"
+)
+
+// conn is one client transport (one HTTP/2 connection). Nacos clients
+// never send their connection id: unary calls and the bi-stream are tied
+// together by the transport, which grpc's stats handler lets us tag.
+type conn struct {
+	id     string
+	remote string
+	log    zerolog.Logger
+
+	mu         sync.Mutex
+	registered bool   // ConnectionSetupRequest processed, stream open
+	ended      bool   // unregistered for good
+	clientIP   string // metadata.clientIp of the setup request
+	version    string
+	pending    map[string]chan protocol.Message // push replies awaited, by requestId
+
+	sendq  chan *pb.Payload // pushes for the stream writer; bounded
+	done   chan struct{}    // closed when we drop the connection
+	drop   sync.Once
+	nextID atomic.Uint64
+}
+
+type connKey struct{}
+
+func connFrom(ctx context.Context) *conn {
+	c, _ := ctx.Value(connKey{}).(*conn)
+	return c
+}
+
+// connectionID follows Java's <epochMillis>_<peerIp>_<peerPort> and adds
+// the node id, so ids stay unique across a cluster and across restarts.
+func connectionID(now time.Time, remote net.Addr, node string) string {
+	ip, port := "unknown", "0"
+	if remote != nil {
+		if h, p, err := net.SplitHostPort(remote.String()); err == nil {
+			ip, port = h, p
+		}
+	}
+	id := strconv.FormatInt(now.UnixMilli(), 10) + "_" + ip + "_" + port
+	if node != "" {
+		id += "_" + node
+	}
+	return id
+}
+
+// dropConn closes our side of the connection's stream; the client sees
+// the stream end and reconnects.
+func (c *conn) dropConn(reason string) {
+	c.drop.Do(func() {
+		c.log.Warn().Str("reason", reason).Msg("dropping connection")
+		close(c.done)
+	})
+}
+
+// release ends the stream writer of a connection that is already gone.
+func (c *conn) release() {
+	c.drop.Do(func() { close(c.done) })
+}
+
+// push queues a server request on the connection's stream. build gets
+// the requestId to put in the body. When wantReply is set, the client's
+// response arrives on the returned channel. A full queue drops the
+// connection rather than block the caller (often the apply goroutine).
+func (c *conn) push(build func(requestID string) protocol.Message, wantReply bool) (<-chan protocol.Message, error) {
+	id := strconv.FormatUint(c.nextID.Add(1), 10)
+	p, err := protocol.Encode(build(id))
+	if err != nil {
+		return nil, fmt.Errorf("encode push: %w", err)
+	}
+	var reply chan protocol.Message
+	c.mu.Lock()
+	if !c.registered || c.ended {
+		c.mu.Unlock()
+		return nil, errConnGone
+	}
+	if wantReply {
+		reply = make(chan protocol.Message, 1)
+		c.pending[id] = reply
+	}
+	c.mu.Unlock()
+	select {
+	case c.sendq <- p:
+		return reply, nil
+	default:
+		c.forget(id)
+		c.dropConn("push queue full")
+		return nil, errConnGone
+	}
+}
+
+func (c *conn) forget(id string) {
+	c.mu.Lock()
+	delete(c.pending, id)
+	c.mu.Unlock()
+}
+
+// reply hands a client's response to whoever awaits it.
+func (c *conn) reply(m protocol.Message) bool {
+	id := protocol.RequestID(m)
+	c.mu.Lock()
+	ch, ok := c.pending[id]
+	delete(c.pending, id)
+	c.mu.Unlock()
+	if ok {
+		ch <- m
+	}
+	return ok
+}
+
+func (c *conn) isRegistered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.registered && !c.ended
+}
+
+// registry holds this node's registered connections. It is node-local:
+// the lock table only records connection ids.
+type registry struct {
+	mu    sync.RWMutex
+	conns map[string]*conn
+}
+
+func (r *registry) add(c *conn) {
+	r.mu.Lock()
+	r.conns[c.id] = c
+	r.mu.Unlock()
+}
+
+func (r *registry) remove(c *conn) {
+	r.mu.Lock()
+	if r.conns[c.id] == c {
+		delete(r.conns, c.id)
+	}
+	r.mu.Unlock()
+}
+
+func (r *registry) get(id string) *conn {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.conns[id]
+}
+
+func (r *registry) all() []*conn {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]*conn, 0, len(r.conns))
+	for _, c := range r.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+func (r *registry) len() int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return len(r.conns)
+}
+
+// connTracker is the grpc stats handler that mints a conn per transport
+// and learns when the transport ends.
+type connTracker struct{ s *Server }
+
+func (h connTracker) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	c := h.s.newConn(info.RemoteAddr)
+	return context.WithValue(ctx, connKey{}, c)
+}
+
+func (h connTracker) HandleConn(ctx context.Context, st stats.ConnStats) {
+	if _, ok := st.(*stats.ConnEnd); ok {
+		if c := connFrom(ctx); c != nil {
+			h.s.unregister(c, "transport closed")
+		}
+	}
+}
+
+func (connTracker) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (connTracker) HandleRPC(context.Context, stats.RPCStats)                       {}

@@ -1,0 +1,249 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"nacos-lockd/protocol"
+	"nacos-lockd/statemachine"
+)
+
+// Nacos's validation messages (lock-semantics.md §1.4), and ours for the
+// limits Nacos does not have.
+const (
+	msgNoInstance    = "LockInstance cannot be null"
+	msgNoKey         = "Lock key cannot be null or empty"
+	msgBadTypeFormat = "Invalid lock type: %s, expected REENTRANT, NON_REENTRANT or NACOS_LOCK"
+	msgZeroAcquire   = "Lock expiredTime must be non-zero for ACQUIRE"
+	msgZeroRenew     = "Lock expiredTime must be non-zero for RENEW"
+	msgNoHandler     = "There is no Handler of such operations!"
+)
+
+// writeFailure is the text Nacos SDK users know for a lock write that
+// could not be committed.
+func writeFailure(op protocol.LockOp) string {
+	switch op {
+	case protocol.OpAcquire:
+		return "tryLock error."
+	case protocol.OpRelease:
+		return "unLock error."
+	case protocol.OpRenew:
+		return "renew error."
+	case protocol.OpCancelWait:
+		return "cancel wait error."
+	}
+	return "lock operation error."
+}
+
+// lock handles one LockOperationRequest. It always answers with a
+// LockOperationResponse: refusals are 200 with result false, invalid
+// requests and internal failures 500 with the Nacos message.
+func (s *Server) lock(ctx context.Context, c *conn, req *protocol.LockOperationRequest) *protocol.LockOperationResponse {
+	cmd, msg := s.command(c, req)
+	if msg != "" {
+		c.log.Debug().Str("op", string(req.LockOperationEnum)).Str("reason", msg).Msg("lock request rejected")
+		return lockFailure(msg)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	defer cancel()
+	res, err := s.table.Propose(ctx, cmd)
+	if err != nil {
+		c.log.Warn().Err(err).Str("op", cmd.Op.String()).Msg("lock command not committed")
+		return lockFailure(writeFailure(req.LockOperationEnum))
+	}
+	if res.Code == statemachine.CodeMalformed {
+		// The gateway validated the command, so this is our bug, not the client's.
+		c.log.Error().Str("op", cmd.Op.String()).Msg("state machine rejected a validated command")
+		return lockFailure(res.Message())
+	}
+	c.log.Debug().Str("op", cmd.Op.String()).Str("key", cmd.Key).Str("owner", cmd.Owner).
+		Str("result", res.Code.String()).Int32("count", res.Count).Int32("position", res.WaitPosition).
+		Uint64("token", res.Token).Msg("lock request")
+	return lockReply(cmd.Op, res)
+}
+
+// command validates a request in Nacos's order and builds the Command.
+// A non-empty message is a rejection.
+func (s *Server) command(c *conn, req *protocol.LockOperationRequest) (statemachine.Command, string) {
+	li := req.LockInstance
+	if li == nil {
+		return statemachine.Command{}, msgNoInstance
+	}
+	if li.Key == nil || *li.Key == "" {
+		return statemachine.Command{}, msgNoKey
+	}
+	if n := len(*li.Key); n > s.cfg.MaxKeyLength {
+		return statemachine.Command{}, fmt.Sprintf("Lock key is %d bytes, longer than the limit of %d bytes", n, s.cfg.MaxKeyLength)
+	}
+	owner := li.Owner
+	if n := len(owner); n > s.cfg.MaxOwnerLength {
+		return statemachine.Command{}, fmt.Sprintf("Lock owner is %d bytes, longer than the limit of %d bytes", n, s.cfg.MaxOwnerLength)
+	}
+	if owner == "" {
+		owner = c.id // Gen 1 clients send no owner: the connection owns the lock
+	}
+	typ := "null"
+	if li.LockType != nil {
+		typ = *li.LockType
+	}
+	kind, ok := statemachine.ParseKind(typ)
+	if !ok {
+		if len(typ) > 128 {
+			typ = typ[:128] + "..."
+		}
+		return statemachine.Command{}, fmt.Sprintf(msgBadTypeFormat, typ)
+	}
+	cmd := statemachine.Command{
+		NowMs:  s.now().UnixMilli(),
+		Kind:   kind,
+		Key:    *li.Key,
+		Owner:  owner,
+		ConnID: c.id,
+		Retry:  li.WaiterRetry,
+	}
+	switch req.LockOperationEnum {
+	case protocol.OpAcquire:
+		if li.ExpiredTime == nil {
+			return statemachine.Command{}, "Lock expiredTime is required for ACQUIRE"
+		}
+		if *li.ExpiredTime == 0 {
+			return statemachine.Command{}, msgZeroAcquire
+		}
+		cmd.Op = statemachine.OpAcquire
+		cmd.LeaseMs = s.lease(*li.ExpiredTime)
+		if w := li.WaitMs(); w > 0 {
+			cmd.WaitMs = min(w, s.cfg.MaxWait.Milliseconds())
+		}
+	case protocol.OpRenew:
+		if li.ExpiredTime == nil {
+			return statemachine.Command{}, "Lock expiredTime is required for RENEW"
+		}
+		if *li.ExpiredTime == 0 {
+			return statemachine.Command{}, msgZeroRenew
+		}
+		cmd.Op = statemachine.OpRenew
+		cmd.LeaseMs = s.lease(*li.ExpiredTime)
+	case protocol.OpRelease:
+		cmd.Op = statemachine.OpRelease
+	case protocol.OpCancelWait:
+		cmd.Op = statemachine.OpCancelWait
+	default:
+		// EXPIRE and CLEANUP_CONNECTION are the server's own, and anything
+		// else (or nothing) is not an operation.
+		return statemachine.Command{}, msgNoHandler
+	}
+	return cmd, ""
+}
+
+// lease applies the Nacos lease rules: negative means the default, and
+// anything longer than the maximum is capped.
+func (s *Server) lease(expiredTime int64) int64 {
+	if expiredTime < 0 {
+		return s.cfg.DefaultLease.Milliseconds()
+	}
+	return min(expiredTime, s.cfg.MaxLease.Milliseconds())
+}
+
+func lockReply(op statemachine.Op, res statemachine.Result) *protocol.LockOperationResponse {
+	if op == statemachine.OpRenew {
+		// Nacos answers RENEW with the boolean only.
+		return &protocol.LockOperationResponse{ResponseBase: protocol.Success(), Result: res.Success()}
+	}
+	lr := protocol.LockResult{
+		Success:        res.Success(),
+		ReentrantCount: int(res.Count),
+		WaitPosition:   int(res.WaitPosition),
+	}
+	switch {
+	case res.Success() && op == statemachine.OpAcquire:
+		lr.FencingToken = res.Token
+	case !res.Success() && res.WaitPosition < 0:
+		lr.ErrorMessage = res.Message()
+	}
+	return protocol.NewLockOperationResponse(protocol.Success(), lr)
+}
+
+func lockFailure(msg string) *protocol.LockOperationResponse {
+	return protocol.NewLockOperationResponse(
+		protocol.Failure(protocol.CodeFailure, 0, msg),
+		protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: msg},
+	)
+}
+
+// scheduleCleanup proposes CLEANUP_CONNECTION for a closed connection after
+// the grace period, retrying until it commits or the server stops. Leases
+// remain the backstop if it never does.
+func (s *Server) scheduleCleanup(connID string) {
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		if !s.sleep(s.cfg.DisconnectGrace) {
+			return
+		}
+		backoff := 50 * time.Millisecond
+		for attempt := 1; ; attempt++ {
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+			_, err := s.table.Propose(ctx, statemachine.Command{
+				Op: statemachine.OpCleanupConnection, NowMs: s.now().UnixMilli(), ConnID: connID,
+			})
+			cancel()
+			if err == nil {
+				return
+			}
+			s.log.Warn().Err(err).Str("conn_id", connID).Int("attempt", attempt).Msg("connection cleanup not committed; retrying")
+			if !s.sleep(backoff) {
+				return
+			}
+			backoff = min(2*backoff, 5*time.Second)
+		}
+	}()
+}
+
+// sleep waits d or until shutdown; it reports whether to carry on.
+func (s *Server) sleep(d time.Duration) bool {
+	if d <= 0 {
+		return !s.stopping.Load()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.stop:
+		return false
+	}
+}
+
+// reap runs the expiry reaper: on the leader only, every scan interval it
+// proposes EXPIRE for leases that ended. Apply re-checks the token and the
+// clock, so a renew that commits first always wins.
+func (s *Server) reap() {
+	const batch = 1024
+	for s.sleep(s.cfg.ScanInterval) {
+		if s.table == nil || !s.table.IsLeader() {
+			continue
+		}
+		now := s.now().UnixMilli()
+		leases, err := s.table.Expired(now, batch)
+		if err != nil {
+			s.log.Debug().Err(err).Msg("reaper could not read leases")
+			continue
+		}
+		for _, l := range leases {
+			if s.stopping.Load() {
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+			_, err := s.table.Propose(ctx, statemachine.Command{
+				Op: statemachine.OpExpire, NowMs: s.now().UnixMilli(), Kind: l.Kind, Key: l.Key, Token: l.Token,
+			})
+			cancel()
+			if err != nil && !errors.Is(err, context.Canceled) {
+				s.log.Debug().Err(err).Msg("expiry not committed; next scan retries")
+				break
+			}
+		}
+	}
+}

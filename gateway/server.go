@@ -1,0 +1,403 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+
+	"nacos-lockd/protocol"
+	"nacos-lockd/protocol/pb"
+	"nacos-lockd/statemachine"
+)
+
+// lockTable is all the gateway asks of the replicated lock table.
+type lockTable interface {
+	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
+	IsLeader() bool
+	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
+}
+
+var errConnGone = errors.New("connection closed")
+
+// Server is the Nacos SDK gRPC endpoint.
+type Server struct {
+	pb.UnimplementedRequestServer
+	pb.UnimplementedBiRequestStreamServer
+
+	cfg   Config
+	log   zerolog.Logger
+	reg   registry
+	table lockTable
+	now   func() time.Time
+
+	stopping atomic.Bool   // shutting down: closed connections are not cleaned up
+	stop     chan struct{} // closed when shutdown begins
+	bg       sync.WaitGroup
+}
+
+// New builds a server; Serve starts it.
+func New(cfg Config, log zerolog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:  cfg.withDefaults(),
+		log:  log.With().Str("component", "gateway").Logger(),
+		reg:  registry{conns: make(map[string]*conn)},
+		now:  time.Now,
+		stop: make(chan struct{}),
+	}, nil
+}
+
+// Serve answers clients on lis until ctx ends, then shuts down gracefully:
+// every client is asked to reconnect elsewhere (ConnectResetRequest), the
+// streams are closed and in-flight calls drained. It returns nil after a
+// clean shutdown.
+func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) error {
+	s.table = table
+	gs := grpc.NewServer(
+		grpc.StatsHandler(connTracker{s}),
+		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
+		grpc.MaxSendMsgSize(s.cfg.MaxMessageSize),
+		// Find dead peers (a client host that vanished without a FIN).
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
+		// The Java client pings every 6 minutes; allow anything sane.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
+	)
+	pb.RegisterRequestServer(gs, s)
+	pb.RegisterBiRequestStreamServer(gs, s)
+
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		s.reap()
+	}()
+
+	served := make(chan error, 1)
+	go func() { served <- gs.Serve(lis) }()
+	s.log.Info().Str("addr", lis.Addr().String()).Msg("gateway listening")
+
+	select {
+	case err := <-served:
+		s.beginStop()
+		s.bg.Wait()
+		return fmt.Errorf("serve grpc: %w", err)
+	case <-ctx.Done():
+	}
+	s.shutdown(gs)
+	<-served
+	return nil
+}
+
+func (s *Server) beginStop() {
+	if s.stopping.CompareAndSwap(false, true) {
+		close(s.stop)
+	}
+}
+
+// shutdown follows Nacos's drain: reset every client so it moves to
+// another server, then close the streams and stop.
+func (s *Server) shutdown(gs *grpc.Server) {
+	s.beginStop()
+	deadline := time.Now().Add(s.cfg.ShutdownGrace)
+	conns := s.reg.all()
+	s.log.Info().Int("connections", len(conns)).Msg("shutting down: resetting clients")
+	var wg sync.WaitGroup
+	for _, c := range conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.resetClient(c, time.Until(deadline)/2)
+		}()
+	}
+	wg.Wait()
+	for _, c := range s.reg.all() {
+		c.release() // expected: no warning per client
+	}
+	stopped := make(chan struct{})
+	go func() {
+		gs.GracefulStop()
+		close(stopped)
+	}()
+	t := time.NewTimer(max(time.Until(deadline), 100*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-stopped:
+	case <-t.C:
+		s.log.Warn().Msg("graceful stop timed out; closing remaining calls")
+		gs.Stop()
+		<-stopped
+	}
+	s.bg.Wait()
+	s.log.Info().Msg("gateway stopped")
+}
+
+// resetClient pushes ConnectResetRequest and waits briefly for the reply.
+func (s *Server) resetClient(c *conn, wait time.Duration) {
+	reply, err := c.push(func(id string) protocol.Message {
+		r := &protocol.ConnectResetRequest{ServerIP: s.cfg.AdvertiseIP}
+		r.RequestID = id
+		if s.cfg.AdvertiseIP != "" && s.cfg.MainPort > 0 {
+			r.ServerPort = fmt.Sprint(s.cfg.MainPort)
+		}
+		return r
+	}, true)
+	if err != nil {
+		return
+	}
+	t := time.NewTimer(max(wait, 10*time.Millisecond))
+	defer t.Stop()
+	select {
+	case <-reply:
+	case <-t.C:
+		c.log.Debug().Msg("no reply to ConnectResetRequest")
+	}
+}
+
+func (s *Server) newConn(remote net.Addr) *conn {
+	id := connectionID(s.now(), remote, s.cfg.NodeID)
+	addr := ""
+	if remote != nil {
+		addr = remote.String()
+	}
+	return &conn{
+		id:      id,
+		remote:  addr,
+		log:     s.log.With().Str("conn_id", id).Logger(),
+		pending: make(map[string]chan protocol.Message),
+		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
+		done:    make(chan struct{}),
+	}
+}
+
+// Request answers unary calls.
+func (s *Server) Request(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+	c := connFrom(ctx)
+	if c == nil {
+		return nil, errors.New("gateway: call without a tracked connection")
+	}
+	return encodeReply(c, s.handle(ctx, c, p))
+}
+
+func encodeReply(c *conn, m protocol.Message) (*pb.Payload, error) {
+	out, err := protocol.Encode(m)
+	if err != nil {
+		c.log.Error().Err(err).Str("type", m.TypeName()).Msg("encode reply")
+		return nil, fmt.Errorf("encode %s: %w", m.TypeName(), err)
+	}
+	return out, nil
+}
+
+func (s *Server) handle(ctx context.Context, c *conn, p *pb.Payload) protocol.Message {
+	msg, err := protocol.Decode(p)
+	var unknown *protocol.UnknownTypeError
+	var bodyErr *protocol.BodyError
+	switch {
+	case errors.As(err, &unknown):
+		c.log.Debug().Str("type", unknown.Type).Msg("request of unknown type")
+		return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(unknown.Type))
+	case errors.As(err, &bodyErr) && bodyErr.Type == "LockOperationRequest":
+		// A lock client must always get its own response type: an
+		// ErrorResponse would make it retry the request four times.
+		if !c.isRegistered() {
+			return errorResponse(protocol.CodeUnregister, msgUnregistered)
+		}
+		c.log.Debug().Err(bodyErr.Err).Msg("unparseable lock request")
+		return lockFailure("Invalid LockOperationRequest body: " + bodyErr.Err.Error())
+	case err != nil:
+		c.log.Debug().Err(err).Msg("unparseable request")
+		return errorResponse(protocol.CodeBadGateway, "Request body could not be parsed: "+err.Error())
+	}
+	switch req := msg.(type) {
+	case *protocol.ServerCheckRequest:
+		// Answered before registration: it is the first call on a channel.
+		r := &protocol.ServerCheckResponse{ConnectionID: c.id, SupportAbilityNegotiation: true}
+		r.ResponseBase = protocol.Success()
+		return r
+	case *protocol.HealthCheckRequest:
+		if !c.isRegistered() {
+			return errorResponse(protocol.CodeUnregister, msgUnregistered)
+		}
+		return &protocol.HealthCheckResponse{ResponseBase: protocol.Success()}
+	case *protocol.LockOperationRequest:
+		if !c.isRegistered() {
+			return errorResponse(protocol.CodeUnregister, msgUnregistered)
+		}
+		return s.lock(ctx, c, req)
+	}
+	c.log.Debug().Str("type", msg.TypeName()).Msg("no handler for unary type")
+	return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(msg.TypeName()))
+}
+
+const msgUnregistered = "Connection is unregistered."
+
+// quoteType keeps a hostile type name from flooding a reply.
+func quoteType(t string) string {
+	if len(t) > 128 {
+		t = t[:128] + "..."
+	}
+	return fmt.Sprintf("%q", t)
+}
+
+func errorResponse(code int, msg string) *protocol.ErrorResponse {
+	return &protocol.ErrorResponse{ResponseBase: protocol.Failure(protocol.CodeFailure, code, msg)}
+}
+
+// RequestBiStream carries the connection setup and, afterwards, server
+// pushes and the client's replies to them.
+func (s *Server) RequestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.Payload]) error {
+	ctx := stream.Context()
+	c := connFrom(ctx)
+	if c == nil {
+		return errors.New("gateway: stream without a tracked connection")
+	}
+	first, err := stream.Recv()
+	if err != nil {
+		return nil // the client left before saying anything
+	}
+	msg, err := protocol.Decode(first)
+	setup, ok := msg.(*protocol.ConnectionSetupRequest)
+	if err != nil || !ok {
+		c.log.Debug().Err(err).Msg("stream did not start with ConnectionSetupRequest")
+		return errors.New("expected ConnectionSetupRequest")
+	}
+	if !s.register(c, first, setup) {
+		return errors.New("connection cannot be registered")
+	}
+	defer s.unregister(c, "stream closed")
+
+	// The ack goes out before anything else on the stream: the client
+	// treats any other first message as a failed negotiation.
+	ack := &protocol.SetupAckRequest{AbilityTable: map[string]bool{"lock": true}}
+	p, err := protocol.Encode(ack)
+	if err != nil {
+		return fmt.Errorf("encode setup ack: %w", err)
+	}
+	if err := stream.Send(p); err != nil {
+		return nil
+	}
+
+	// One reader goroutine; this goroutine is the only writer.
+	readErr := make(chan error, 1)
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		readErr <- s.readReplies(c, stream)
+	}()
+	for {
+		select {
+		case p := <-c.sendq:
+			if err := stream.Send(p); err != nil {
+				return nil
+			}
+		case <-readErr:
+			return nil
+		case <-c.done:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func (s *Server) readReplies(c *conn, stream grpc.BidiStreamingServer[pb.Payload, pb.Payload]) error {
+	for {
+		p, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		msg, err := protocol.Decode(p)
+		if err != nil {
+			c.log.Debug().Err(err).Msg("unparseable message on stream")
+			continue
+		}
+		if protocol.IsRequest(msg) {
+			c.log.Debug().Str("type", msg.TypeName()).Msg("unexpected request on stream")
+			continue
+		}
+		if base, _ := protocol.ResponseOf(msg); !base.OK() {
+			c.log.Debug().Str("type", msg.TypeName()).Int("code", base.ErrorCode).Str("message", base.Message).Msg("client failed a push")
+		}
+		c.reply(msg)
+	}
+}
+
+// register records the connection when its setup request arrives, before
+// the ack: the client starts unary calls as soon as it sees the ack.
+func (s *Server) register(c *conn, p *pb.Payload, setup *protocol.ConnectionSetupRequest) bool {
+	if s.stopping.Load() {
+		return false
+	}
+	c.mu.Lock()
+	if c.registered || c.ended {
+		c.mu.Unlock()
+		return false
+	}
+	c.registered = true
+	c.clientIP = p.GetMetadata().GetClientIp()
+	c.version = setup.ClientVersion
+	c.mu.Unlock()
+	s.reg.add(c)
+	c.log.Info().Str("remote", c.remote).Str("client_ip", c.clientIP).Str("version", c.version).
+		Str("app", setup.Labels["AppName"]).Msg("connection registered")
+	return true
+}
+
+// unregister forgets a connection for good and, unless the server itself
+// is going down, releases what it held through a replicated cleanup.
+func (s *Server) unregister(c *conn, why string) {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		return
+	}
+	c.ended = true
+	wasRegistered := c.registered
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+	c.mu.Unlock()
+	c.release()
+	if !wasRegistered {
+		return
+	}
+	s.reg.remove(c)
+	c.log.Info().Str("reason", why).Msg("connection closed")
+	if s.stopping.Load() {
+		// A restart is not a client leaving: its locks stay until their
+		// leases end or their owners come back and release them.
+		return
+	}
+	s.scheduleCleanup(c.id)
+}
+
+// Notify delivers the grants made by an applied batch to the waiters this
+// node holds connections for. It never blocks (see conn.push).
+func (s *Server) Notify(notes []statemachine.Notification) {
+	for _, n := range notes {
+		c := s.reg.get(n.ConnID)
+		if c == nil {
+			continue // held by another node, or gone
+		}
+		_, err := c.push(func(id string) protocol.Message {
+			r := &protocol.LockNotificationRequest{
+				LockKey: n.Key, LockType: n.Kind.String(), Owner: n.Owner,
+				NotificationType: protocol.NotificationAvailable,
+			}
+			r.RequestID = id
+			return r
+		}, false)
+		if err != nil {
+			c.log.Debug().Err(err).Msg("lock notification not delivered")
+		}
+	}
+}
