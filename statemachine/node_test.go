@@ -1,0 +1,126 @@
+package statemachine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"nacos-lockd/storage"
+)
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+type nodeEnv struct {
+	dir, addr string
+	mu        sync.Mutex
+	notes     []Notification
+}
+
+func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
+	t.Helper()
+	db, err := storage.Open(storage.Config{Dir: filepath.Join(e.dir, "locks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr}, db, func(ns []Notification) {
+		e.mu.Lock()
+		e.notes = append(e.notes, ns...)
+		e.mu.Unlock()
+	}, zerolog.Nop())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := n.WaitReady(ctx); err != nil {
+		n.Close()
+		db.Close()
+		t.Fatal(err)
+	}
+	return n, db
+}
+
+func propose(t *testing.T, n *Node, c Command) Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	r, err := n.Propose(ctx, c)
+	if err != nil {
+		t.Fatalf("propose %s: %v", c.Op, err)
+	}
+	return r
+}
+
+func TestNodeProposeRestart(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
+	n, db := env.start(t)
+	if !n.IsLeader() {
+		t.Fatal("a single replica is not its own leader")
+	}
+	first := propose(t, n, acq(R, "k", "a", "c1", time.Now().UnixMilli(), 60000, 0))
+	if !first.Success() || first.Token == 0 {
+		t.Fatalf("acquire: %+v", first)
+	}
+	if r := propose(t, n, acq(R, "k", "b", "c2", time.Now().UnixMilli(), 60000, 60000)); r.WaitPosition != 0 {
+		t.Fatalf("queue: %+v", r)
+	}
+	if r := propose(t, n, rel(R, "k", "a", time.Now().UnixMilli())); !r.Success() {
+		t.Fatalf("release: %+v", r)
+	}
+	env.mu.Lock()
+	notes := fmt.Sprint(env.notes)
+	env.mu.Unlock()
+	if want := fmt.Sprint([]Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: first.Token + 2}}); notes != want {
+		t.Fatalf("notifications %s, want %s", notes, want)
+	}
+	for i := range 50 {
+		propose(t, n, acq(N, fmt.Sprint("bulk-", i), "o", "c1", time.Now().UnixMilli(), 600000, 0))
+	}
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := n.Propose(ctx, acq(N, "late", "o", "c1", 1, 1, 0)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("propose after close: %v", err)
+	}
+	db.Close()
+
+	n, db = env.start(t)
+	defer db.Close()
+	defer n.Close()
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Held != before.Held || after.Fence != before.Fence || after.Applied < before.Applied {
+		t.Fatalf("after restart %+v, before %+v", after, before)
+	}
+	if l, err := n.Lock(R, "k"); err != nil || l.Owner != "b" || !l.Unclaimed {
+		t.Fatalf("handed-off lock after restart: %+v %v", l, err)
+	}
+	if r := propose(t, n, acq(N, "fresh", "o", "c1", time.Now().UnixMilli(), 1000, 0)); r.Token <= before.Fence {
+		t.Fatalf("token %d after restart not above fence %d", r.Token, before.Fence)
+	}
+	if exp, err := n.Expired(time.Now().UnixMilli()+10_000, 10); err != nil || len(exp) != 1 || exp[0].Key != "fresh" {
+		t.Fatalf("expired leases: %+v %v", exp, err)
+	}
+}
