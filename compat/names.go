@@ -51,5 +51,5 @@ const (
 	DefaultLockMaxWaitMs        = 1_800_000
 	DefaultLockMaxKeyLength     = 4096
 	DefaultLockMaxOwnerLength   = 1024
-	DefaultLockRequestTimeoutMs = 5_000
+	DefaultLockRequestTimeoutMs = 2_500
 )

@@ -92,7 +92,7 @@ func TestLockSettingsDefaults(t *testing.T) {
 	}
 	want := LockSettings{
 		DefaultLeaseMs: 30000, MaxLeaseMs: 1800000, ScanIntervalMs: 1000, DisconnectGraceMs: 0,
-		MaxWaitMs: 1800000, MaxKeyLength: 4096, MaxOwnerLength: 1024, RequestTimeoutMs: 5000,
+		MaxWaitMs: 1800000, MaxKeyLength: 4096, MaxOwnerLength: 1024, RequestTimeoutMs: 2500,
 	}
 	if got != want || DefaultLockSettings() != want {
 		t.Fatalf("defaults = %+v / %+v, want %+v", got, DefaultLockSettings(), want)

@@ -23,7 +23,7 @@ type Config struct {
 	MaxWait         time.Duration // nacos.lock.max_wait_time, 30m
 	ScanInterval    time.Duration // nacos.lock.expire.scan.interval, 1s
 	DisconnectGrace time.Duration // nacos.lock.disconnect_grace_ms, 0
-	RequestTimeout  time.Duration // nacos.lock.request_timeout, 5s
+	RequestTimeout  time.Duration // nacos.lock.request_timeout, 2.5s
 	MaxKeyLength    int           // nacos.lock.max_key_length, 4096 bytes
 	MaxOwnerLength  int           // nacos.lock.max_owner_length, 1024 bytes
 
@@ -50,7 +50,9 @@ func (c Config) withDefaults() Config {
 	def(&c.MaxLease, 30*time.Minute)
 	def(&c.MaxWait, 30*time.Minute)
 	def(&c.ScanInterval, time.Second)
-	def(&c.RequestTimeout, 5*time.Second)
+	// Below the 3.0-line client's 3 s request timeout: the client should
+	// get our answer rather than give up and resend the request.
+	def(&c.RequestTimeout, 2500*time.Millisecond)
 	def(&c.PushTimeout, 3*time.Second)
 	def(&c.ShutdownGrace, 5*time.Second)
 	if c.MaxKeyLength == 0 {
