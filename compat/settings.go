@@ -17,6 +17,11 @@ type LockSettings struct {
 	MaxKeyLength      int   // PropLockMaxKeyLength
 	MaxOwnerLength    int   // PropLockMaxOwnerLength
 	RequestTimeoutMs  int64 // PropLockRequestTimeout
+	NodeGraceMs       int64 // PropLockNodeGrace
+	SnapshotEntries   int64 // PropRaftSnapshotEntries
+	// ElectionTimeoutMs is 0 when unset: cmd picks 10 ms for a single
+	// node and 300 ms for a cluster.
+	ElectionTimeoutMs int64 // PropRaftElectionTimeout
 }
 
 const (
@@ -41,6 +46,8 @@ func DefaultLockSettings() LockSettings {
 		MaxKeyLength:      DefaultLockMaxKeyLength,
 		MaxOwnerLength:    DefaultLockMaxOwnerLength,
 		RequestTimeoutMs:  DefaultLockRequestTimeoutMs,
+		NodeGraceMs:       DefaultLockNodeGraceMs,
+		SnapshotEntries:   DefaultRaftSnapshotEntries,
 	}
 }
 
@@ -74,6 +81,9 @@ func LockSettingsFrom(p Properties) (LockSettings, error) {
 	readInt(PropLockMaxKeyLength, &s.MaxKeyLength)
 	readInt(PropLockMaxOwnerLength, &s.MaxOwnerLength)
 	readInt64(PropLockRequestTimeout, &s.RequestTimeoutMs)
+	readInt64(PropLockNodeGrace, &s.NodeGraceMs)
+	readInt64(PropRaftSnapshotEntries, &s.SnapshotEntries)
+	readInt64(PropRaftElectionTimeout, &s.ElectionTimeoutMs)
 	if len(errs) > 0 {
 		return LockSettings{}, errors.Join(errs...)
 	}
@@ -115,6 +125,11 @@ func (s LockSettings) validate(p Properties) error {
 	// a client can send anyway.
 	between(PropLockMaxOwnerLength, int64(s.MaxOwnerLength), 1, 1<<31-1)
 	between(PropLockRequestTimeout, s.RequestTimeoutMs, 1, MaxMillis)
+	between(PropLockNodeGrace, s.NodeGraceMs, 1, MaxMillis)
+	between(PropRaftSnapshotEntries, s.SnapshotEntries, 10, 1<<40)
+	if s.ElectionTimeoutMs != 0 {
+		between(PropRaftElectionTimeout, s.ElectionTimeoutMs, 10, 60_000)
+	}
 	// A default lease above the cap would be cut down on every request that
 	// asks for the default; say so at startup instead.
 	if s.DefaultLeaseMs > 0 && s.MaxLeaseMs > 0 && s.MaxLeaseMs < s.DefaultLeaseMs {

@@ -93,6 +93,7 @@ func TestLockSettingsDefaults(t *testing.T) {
 	want := LockSettings{
 		DefaultLeaseMs: 30000, MaxLeaseMs: 1800000, ScanIntervalMs: 1000, DisconnectGraceMs: 0,
 		MaxWaitMs: 1800000, MaxKeyLength: 4096, MaxOwnerLength: 1024, RequestTimeoutMs: 2500,
+		NodeGraceMs: 15000, SnapshotEntries: 10000,
 	}
 	if got != want || DefaultLockSettings() != want {
 		t.Fatalf("defaults = %+v / %+v, want %+v", got, DefaultLockSettings(), want)
@@ -112,6 +113,7 @@ func TestLockSettingsFrom(t *testing.T) {
 		PropLockMaxKeyLength:       "512",
 		PropLockMaxOwnerLength:     "256",
 		PropLockRequestTimeout:     "3000",
+		PropLockNodeGrace:          "4000",
 	}
 	got, err := LockSettingsFrom(p)
 	if err != nil {
@@ -120,6 +122,7 @@ func TestLockSettingsFrom(t *testing.T) {
 	want := LockSettings{
 		DefaultLeaseMs: 10000, MaxLeaseMs: 60000, ScanIntervalMs: 250, DisconnectGraceMs: 15000,
 		MaxWaitMs: 120000, MaxKeyLength: 512, MaxOwnerLength: 256, RequestTimeoutMs: 3000,
+		NodeGraceMs: 4000, SnapshotEntries: 10000,
 	}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)

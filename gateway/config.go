@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -38,6 +39,16 @@ type Config struct {
 	PushTimeout time.Duration
 	// ShutdownGrace bounds graceful shutdown: resets, then draining. Default 5s.
 	ShutdownGrace time.Duration
+
+	// PeerAlive reports whether another node (by the node id its
+	// connection ids end with) answers now; nil in a single-node setup.
+	// It must return false for a node that is no longer a member.
+	PeerAlive func(ctx context.Context, node string) bool
+	// NodeGrace is how long a node may be unreachable before the leader
+	// releases the locks its clients held (nacos.lock.node_grace_ms, 15s).
+	NodeGrace time.Duration
+	// NodeCheckInterval is how often the leader checks the other nodes. 1s.
+	NodeCheckInterval time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -55,6 +66,8 @@ func (c Config) withDefaults() Config {
 	def(&c.RequestTimeout, 2500*time.Millisecond)
 	def(&c.PushTimeout, 3*time.Second)
 	def(&c.ShutdownGrace, 5*time.Second)
+	def(&c.NodeGrace, 15*time.Second)
+	def(&c.NodeCheckInterval, time.Second)
 	if c.MaxKeyLength == 0 {
 		c.MaxKeyLength = 4096
 	}

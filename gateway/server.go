@@ -75,10 +75,14 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	pb.RegisterRequestServer(gs, s)
 	pb.RegisterBiRequestStreamServer(gs, s)
 
-	s.bg.Add(1)
+	s.bg.Add(2)
 	go func() {
 		defer s.bg.Done()
 		s.reap()
+	}()
+	go func() {
+		defer s.bg.Done()
+		s.monitorNodes()
 	}()
 
 	served := make(chan error, 1)
@@ -108,6 +112,17 @@ func (s *Server) beginStop() {
 func (s *Server) shutdown(gs *grpc.Server) {
 	s.beginStop()
 	deadline := time.Now().Add(s.cfg.ShutdownGrace)
+	if lt, ok := s.table.(leaderTransferer); ok && s.table.IsLeader() {
+		// Hand leadership over before the clients move, so they land on a
+		// cluster that already has a leader.
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(s.cfg.ShutdownGrace/3))
+		if err := lt.TransferLeadership(ctx); err != nil {
+			s.log.Warn().Err(err).Msg("leadership not transferred before shutdown")
+		} else {
+			s.log.Info().Msg("leadership transferred before shutdown")
+		}
+		cancel()
+	}
 	conns := s.reg.all()
 	s.log.Info().Int("connections", len(conns)).Msg("shutting down: resetting clients")
 	var wg sync.WaitGroup

@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +75,27 @@ func (c RaftConfig) Validate() error {
 	return nil
 }
 
+// bootstrappedMarker, in the node host directory, records that the
+// replica has started once, and as which replica id.
+const bootstrappedMarker = "nacos-lockd-replica"
+
+// StoredReplicaID reports the replica id a data directory's Raft state
+// belongs to, if the replica has started before.
+func StoredReplicaID(nodeHostDir string) (uint64, bool, error) {
+	b, err := os.ReadFile(filepath.Join(nodeHostDir, bootstrappedMarker))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, false, nil
+	}
+	if err != nil {
+		return 0, false, fmt.Errorf("read replica marker: %w", err)
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || id == 0 {
+		return 0, false, fmt.Errorf("replica marker %s holds %q, not a replica id", filepath.Join(nodeHostDir, bootstrappedMarker), b)
+	}
+	return id, true, nil
+}
+
 // Node is this process's replica of the lock table.
 type Node struct {
 	nh  *dragonboat.NodeHost
@@ -119,9 +144,30 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
 		return newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
 	}
-	if err := nh.StartOnDiskReplica(members, cfg.Join, create, rc); err != nil {
+	// A replica that has started before restarts from its stored state,
+	// whatever the members and join flag say now: membership changes go
+	// through Raft, and cluster.conf only seeds the very first start.
+	// (dragonboat panics rather than report a missing bootstrap record, so
+	// we remember a successful first start ourselves.)
+	join := cfg.Join
+	if id, ok, err := StoredReplicaID(cfg.NodeHostDir); err != nil {
+		nh.Close()
+		return nil, err
+	} else if ok {
+		if id != cfg.ReplicaID {
+			nh.Close()
+			return nil, fmt.Errorf("data dir belongs to replica %d, not %d", id, cfg.ReplicaID)
+		}
+		members, join = nil, false
+	}
+	if err := nh.StartOnDiskReplica(members, join, create, rc); err != nil {
 		nh.Close()
 		return nil, fmt.Errorf("start raft replica: %w", err)
+	}
+	marker := filepath.Join(cfg.NodeHostDir, bootstrappedMarker)
+	if err := os.WriteFile(marker, []byte(strconv.FormatUint(cfg.ReplicaID, 10)+"\n"), 0o600); err != nil {
+		nh.Close()
+		return nil, fmt.Errorf("record raft bootstrap: %w", err)
 	}
 	return n, nil
 }
@@ -133,16 +179,33 @@ func (n *Node) Close() { n.nh.Close() }
 func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 
 // Propose commits cmd and returns its result. ctx must carry a deadline.
+// A proposal dragonboat dropped before it reached the log (no leader yet,
+// busy) is retried until ctx ends: it was never appended, so resending
+// cannot apply it twice. A timeout is not retried: it is ambiguous.
 func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
-	res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), cmd.Encode())
-	if err != nil {
-		return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, err)
+	data := cmd.Encode()
+	backoff := 2 * time.Millisecond
+	for {
+		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), data)
+		if err == nil {
+			r, err := decodeResult(res.Data)
+			if err != nil {
+				return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
+			}
+			return r, nil
+		}
+		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, dragonboat.ErrSystemBusy) {
+			return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
 	}
-	r, err := decodeResult(res.Data)
-	if err != nil {
-		return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
-	}
-	return r, nil
 }
 
 // IsLeader reports whether this replica currently leads the shard.
@@ -238,3 +301,102 @@ func (a dbLogAdapter) Warningf(f string, args ...any) {
 }
 func (a dbLogAdapter) Errorf(f string, args ...any) { a.l().Error().Str("pkg", a.pkg).Msgf(f, args...) }
 func (a dbLogAdapter) Panicf(f string, args ...any) { a.l().Panic().Str("pkg", a.pkg).Msgf(f, args...) }
+
+// LeaderID returns the current leader's replica id, if one is known.
+func (n *Node) LeaderID() (uint64, bool) {
+	id, _, ok, err := n.nh.GetLeaderID(n.cfg.ShardID)
+	return id, err == nil && ok
+}
+
+// Membership returns the shard's voting members (replica id -> Raft
+// address), read linearizably.
+func (n *Node) Membership(ctx context.Context) (map[uint64]string, error) {
+	m, err := n.nh.SyncGetShardMembership(ctx, n.cfg.ShardID)
+	if err != nil {
+		return nil, fmt.Errorf("read membership: %w: %w", ErrUnavailable, err)
+	}
+	return m.Nodes, nil
+}
+
+// AddReplica adds a voting member through Raft. The new node then starts
+// with Join set and catches up from a snapshot and the log.
+func (n *Node) AddReplica(ctx context.Context, replicaID uint64, raftAddr string) error {
+	if err := n.nh.SyncRequestAddReplica(ctx, n.cfg.ShardID, replicaID, raftAddr, 0); err != nil {
+		return fmt.Errorf("add replica %d: %w: %w", replicaID, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// RemoveReplica removes a member through Raft. A removed replica id can
+// never rejoin.
+func (n *Node) RemoveReplica(ctx context.Context, replicaID uint64) error {
+	if err := n.nh.SyncRequestDeleteReplica(ctx, n.cfg.ShardID, replicaID, 0); err != nil {
+		return fmt.Errorf("remove replica %d: %w: %w", replicaID, ErrUnavailable, err)
+	}
+	return nil
+}
+
+// TransferLeadership hands leadership to another member, when this node
+// leads and another exists, and waits until it has moved or ctx ends.
+func (n *Node) TransferLeadership(ctx context.Context) error {
+	if !n.IsLeader() {
+		return nil
+	}
+	members, err := n.Membership(ctx)
+	if err != nil {
+		return err
+	}
+	var target uint64
+	for id := range members {
+		if id != n.cfg.ReplicaID && (target == 0 || id < target) {
+			target = id
+		}
+	}
+	if target == 0 {
+		return nil // alone: nobody to hand over to
+	}
+	if err := n.nh.RequestLeaderTransfer(n.cfg.ShardID, target); err != nil {
+		return fmt.Errorf("transfer leadership to %d: %w", target, err)
+	}
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		if id, ok := n.LeaderID(); ok && id != n.cfg.ReplicaID {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("transfer leadership to %d: %w", target, ctx.Err())
+		case <-poll.C:
+		}
+	}
+}
+
+// LockLinearizable reads one lock after catching up with the leader's
+// commit index (ReadIndex): what admin queries use.
+func (n *Node) LockLinearizable(ctx context.Context, kind Kind, key string) (LockInfo, error) {
+	v, err := n.nh.SyncRead(ctx, n.cfg.ShardID, LockQuery{Kind: kind, Key: key})
+	if err != nil {
+		return LockInfo{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
+	}
+	return v.(LockInfo), nil
+}
+
+// Nodes lists the node ids whose connections the local replica's table
+// references.
+func (n *Node) Nodes() ([]string, error) {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, NodesQuery{})
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	return v.([]string), nil
+}
+
+// Conns lists one node's connections referenced by the local table.
+func (n *Node) Conns(node string) ([]string, error) {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, ConnsQuery{Node: node})
+	if err != nil {
+		return nil, fmt.Errorf("read connections: %w", err)
+	}
+	return v.([]string), nil
+}

@@ -1,6 +1,9 @@
 package statemachine
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // ExpiredQuery asks for held locks whose lease ended before NowMs (the
 // reaper's wall clock), oldest first, at most Limit of them.
@@ -66,6 +69,10 @@ func (t *Table) lookup(q interface{}) (interface{}, error) {
 		return t.Lock(q.Kind, q.Key), nil
 	case StatsQuery:
 		return t.Stats(), nil
+	case NodesQuery:
+		return t.Nodes(), nil
+	case ConnsQuery:
+		return t.Conns(q.Node), nil
 	}
 	return nil, fmt.Errorf("unknown lookup %T", q)
 }
@@ -102,4 +109,48 @@ func (t *Table) Lock(kind Kind, key string) LockInfo {
 // Stats reports table-wide figures.
 func (t *Table) Stats() Stats {
 	return Stats{Locks: len(t.locks), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence}
+}
+
+// NodesQuery asks which nodes hold connections the table references
+// (holders and waiters), by the node id suffix of connection ids.
+type NodesQuery struct{}
+
+// ConnsQuery asks for the connections of one node the table references.
+type ConnsQuery struct{ Node string }
+
+// NodeOfConn returns the node id a connection id ends with: gateways name
+// connections <millis>_<ip>_<port>_<node>.
+func NodeOfConn(connID string) string {
+	for i := len(connID) - 1; i >= 0; i-- {
+		if connID[i] == '_' {
+			return connID[i+1:]
+		}
+	}
+	return ""
+}
+
+// Nodes lists, sorted, the node ids of every referenced connection.
+func (t *Table) Nodes() []string {
+	set := map[string]struct{}{}
+	for c := range t.conns {
+		set[NodeOfConn(c)] = struct{}{}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Conns lists, sorted, the referenced connections of one node.
+func (t *Table) Conns(node string) []string {
+	var out []string
+	for c := range t.conns {
+		if NodeOfConn(c) == node {
+			out = append(out, c)
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 )
 
+func noEnv(string) string { return "" }
+
 func TestParseConfig(t *testing.T) {
 	dir := t.TempDir()
 	props := filepath.Join(dir, "application.properties")
@@ -15,29 +17,29 @@ func TestParseConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("defaults", func(t *testing.T) {
-		cfg, err := parseConfig(nil, io.Discard)
+		cfg, err := parseConfig(nil, noEnv, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.port != 8848 || cfg.dataDir != "./data" || cfg.ip != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 {
+		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.IP != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
 			t.Fatalf("%+v", cfg)
 		}
 	})
 	t.Run("the file sets what flags do not", func(t *testing.T) {
-		cfg, err := parseConfig([]string{"--config", props}, io.Discard)
+		cfg, err := parseConfig([]string{"--config", props}, noEnv, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.port != 9000 || cfg.ip != "10.1.2.3" || cfg.lock.DefaultLeaseMs != 5000 {
+		if cfg.self.Port != 9000 || cfg.self.IP != "10.1.2.3" || cfg.self.RaftPort != 8000 || cfg.lock.DefaultLeaseMs != 5000 {
 			t.Fatalf("%+v", cfg)
 		}
 	})
 	t.Run("flags override the file", func(t *testing.T) {
-		cfg, err := parseConfig([]string{"--config", props, "--port", "8848", "--ip", "127.0.0.1"}, io.Discard)
+		cfg, err := parseConfig([]string{"--config", props, "--port", "8848", "--ip", "127.0.0.1"}, noEnv, io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.port != 8848 || cfg.ip != "127.0.0.1" {
+		if cfg.self.Port != 8848 || cfg.self.IP != "127.0.0.1" {
 			t.Fatalf("%+v", cfg)
 		}
 	})
@@ -53,7 +55,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
-		_, err := parseConfig(tt.args, io.Discard)
+		_, err := parseConfig(tt.args, noEnv, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: got %v, want an error mentioning %q", tt.args, err, tt.want)
 		}
@@ -62,7 +64,42 @@ func TestParseConfig(t *testing.T) {
 	if err := os.WriteFile(bad, []byte("nacos.lock.default_expire_time=soon\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := parseConfig([]string{"--config", bad}, io.Discard); err == nil || !strings.Contains(err.Error(), "nacos.lock.default_expire_time") {
+	if _, err := parseConfig([]string{"--config", bad}, noEnv, io.Discard); err == nil || !strings.Contains(err.Error(), "nacos.lock.default_expire_time") {
 		t.Fatalf("bad property: %v", err)
+	}
+}
+
+func TestParseConfigCluster(t *testing.T) {
+	dir := t.TempDir()
+	conf := filepath.Join(dir, "cluster.conf")
+	if err := os.WriteFile(conf, []byte("# three nodes\n127.0.0.1:8848\n127.0.0.1:8850\n127.0.0.1:8852\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseConfig([]string{"--cluster-conf", conf, "--port", "8850"}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.cluster || len(cfg.members) != 3 || cfg.self.Address() != "127.0.0.1:8850" || cfg.bootstrapReplicaID() == 1 || cfg.bootstrapReplicaID() != cfg.self.ReplicaID() {
+		t.Fatalf("%+v", cfg)
+	}
+	_, err = parseConfig([]string{"--cluster-conf", conf, "--port", "8854"}, noEnv, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:8854) is not listed") {
+		t.Fatalf("node not in cluster.conf: %v", err)
+	}
+	if _, err := parseConfig([]string{"--join"}, noEnv, io.Discard); err == nil {
+		t.Fatal("--join without a cluster.conf accepted")
+	}
+	// Environment variables fill in for flags, and flags win.
+	env := map[string]string{"NACOS_LOCKD_CLUSTER_CONF": conf, "NACOS_LOCKD_PORT": "8852", "NACOS_LOCKD_DATA_DIR": "/srv/locks"}
+	cfg, err = parseConfig([]string{"--port", "8848"}, func(k string) string { return env[k] }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.self.Port != 8848 || cfg.dataDir != "/srv/locks" || !cfg.cluster {
+		t.Fatalf("%+v", cfg)
+	}
+	env["NACOS_LOCKD_PORT"] = "lots"
+	if _, err := parseConfig(nil, func(k string) string { return env[k] }, io.Discard); err == nil || !strings.Contains(err.Error(), "NACOS_LOCKD_PORT") {
+		t.Fatalf("bad env: %v", err)
 	}
 }

@@ -2,127 +2,45 @@
 // Java clients use as their lock service.
 //
 //	nacos-lockd --port 8848 --data-dir ./data [--config application.properties]
+//	nacos-lockd --port 8848 --data-dir ./data --cluster-conf cluster.conf --ip 10.0.0.1 [--join]
 //
-// --port is the Nacos main port: the SDK gRPC port is port+1000 and the
-// Raft port port-1000, as in Nacos.
+// --port is the Nacos main port (HTTP admin API): the SDK gRPC port is
+// port+1000 and the Raft port port-1000, as in Nacos.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sync/errgroup"
 
-	"nacos-lockd/compat"
 	"nacos-lockd/gateway"
+	"nacos-lockd/gateway/admin"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
-// Port offsets from the main port, fixed by the Nacos client and cluster
-// conventions.
-const (
-	grpcOffset = 1000
-	raftOffset = -1000
-)
-
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stderr); err != nil {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "nacos-lockd:", err)
 		os.Exit(1)
 	}
 }
 
-// config is everything run needs, after flags override the properties file.
-type config struct {
-	port      int
-	ip        string
-	dataDir   string
-	logLevel  zerolog.Level
-	logFormat string
-	lock      compat.LockSettings
-}
-
-var errHelp = errors.New("help requested")
-
-func parseConfig(args []string, stderr io.Writer) (config, error) {
-	fs := flag.NewFlagSet("nacos-lockd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port); SDK gRPC listens on port+1000, Raft on port-1000")
-	dataDir := fs.String("data-dir", "./data", "directory for the lock table and the Raft log")
-	configFile := fs.String("config", "", "Nacos-style properties file (application.properties)")
-	ip := fs.String("ip", "", "this node's address (nacos.inetutils.ip-address); default 127.0.0.1")
-	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
-	logFormat := fs.String("log-format", "json", "log format: json or console")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return config{}, errHelp
-		}
-		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-
-	props := compat.Properties{}
-	if *configFile != "" {
-		p, err := compat.LoadProperties(*configFile)
-		if err != nil {
-			return config{}, fmt.Errorf("read config: %w", err)
-		}
-		props = p
-	}
-	cfg := config{dataDir: *dataDir, logFormat: *logFormat}
-	var err error
-	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
-	}
-	cfg.port = *port
-	if p, present, err := compat.ServerPort(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
-	} else if present && !set["port"] {
-		cfg.port = p
-	}
-	if cfg.port+raftOffset < 1 || cfg.port+grpcOffset > 65535 {
-		return config{}, fmt.Errorf("--port %d: port-1000 and port+1000 must both be valid ports (1001..64535)", cfg.port)
-	}
-	cfg.ip = compat.IPAddress(props)
-	if set["ip"] {
-		cfg.ip = *ip
-	}
-	if net.ParseIP(cfg.ip) == nil {
-		return config{}, fmt.Errorf("node address %q is not an IP address", cfg.ip)
-	}
-	if cfg.logLevel, err = zerolog.ParseLevel(*logLevel); err != nil || *logLevel == "" {
-		return config{}, fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
-	}
-	if cfg.logFormat != "json" && cfg.logFormat != "console" {
-		return config{}, fmt.Errorf("--log-format %q: want json or console", cfg.logFormat)
-	}
-	return cfg, nil
-}
-
-func newLogger(cfg config, w io.Writer) zerolog.Logger {
-	if cfg.logFormat == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano}
-	}
-	return zerolog.New(w).Level(cfg.logLevel).With().Timestamp().Logger()
-}
-
-func run(ctx context.Context, args []string, stderr io.Writer) error {
-	cfg, err := parseConfig(args, stderr)
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	cfg, err := parseConfig(args, os.Getenv, stderr)
 	if errors.Is(err, errHelp) {
 		return nil
 	}
@@ -132,13 +50,39 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	log := newLogger(cfg, stderr)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	return serve(ctx, cfg, log, stdout)
+}
 
-	grpcAddr := net.JoinHostPort("", strconv.Itoa(cfg.port+grpcOffset))
-	raftAddr := net.JoinHostPort(cfg.ip, strconv.Itoa(cfg.port+raftOffset))
+func newLogger(cfg config, w io.Writer) zerolog.Logger {
+	if cfg.logFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano}
+	}
+	return zerolog.New(w).Level(cfg.logLevel).With().Timestamp().Logger()
+}
+
+func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
+	self := cfg.self
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	log.Info().Int("main_port", cfg.port).Str("grpc", grpcAddr).Str("raft", raftAddr).Str("data_dir", cfg.dataDir).
-		Int64("default_lease_ms", cfg.lock.DefaultLeaseMs).Int64("max_lease_ms", cfg.lock.MaxLeaseMs).
-		Int64("disconnect_grace_ms", cfg.lock.DisconnectGraceMs).Msg("nacos-lockd starting")
+	raftDir := filepath.Join(cfg.dataDir, "raft")
+	replicaID, restarted, err := statemachine.StoredReplicaID(raftDir)
+	switch {
+	case err != nil:
+		return err
+	case restarted:
+	case cfg.join:
+		log.Info().Str("node", self.Address()).Msg("joining the cluster")
+		if replicaID, err = joinCluster(ctx, cfg); err != nil {
+			return err
+		}
+	default:
+		replicaID = cfg.bootstrapReplicaID()
+	}
+	nodeID := strconv.FormatUint(replicaID, 10)
+	log.Info().Str("node", nodeID).Str("mode", cfg.mode()).Int("main_port", self.Port).
+		Int("grpc_port", self.GRPCPort()).Str("raft", self.RaftAddress()).Int("members", len(cfg.members)).
+		Str("data_dir", cfg.dataDir).Int64("default_lease_ms", cfg.lock.DefaultLeaseMs).
+		Int64("max_lease_ms", cfg.lock.MaxLeaseMs).Int64("disconnect_grace_ms", cfg.lock.DisconnectGraceMs).
+		Int64("node_grace_ms", cfg.lock.NodeGraceMs).Msg("nacos-lockd starting")
 
 	if err := os.MkdirAll(cfg.dataDir, 0o750); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
@@ -156,11 +100,11 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}()
 
+	peers := newPeerDirectory(cfg.members)
 	gw, err := gateway.New(gateway.Config{
-		ListenAddr:      grpcAddr,
-		AdvertiseIP:     "",
-		MainPort:        cfg.port,
-		NodeID:          "1",
+		ListenAddr:      net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
+		MainPort:        self.Port,
+		NodeID:          nodeID,
 		DefaultLease:    ms(cfg.lock.DefaultLeaseMs),
 		MaxLease:        ms(cfg.lock.MaxLeaseMs),
 		MaxWait:         ms(cfg.lock.MaxWaitMs),
@@ -169,39 +113,136 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		RequestTimeout:  ms(cfg.lock.RequestTimeoutMs),
 		MaxKeyLength:    cfg.lock.MaxKeyLength,
 		MaxOwnerLength:  cfg.lock.MaxOwnerLength,
+		NodeGrace:       ms(cfg.lock.NodeGraceMs),
+		PeerAlive:       peers.alive, // reads peers.node, set before Serve
 	}, log)
 	if err != nil {
 		return err
 	}
+	// Raft timing: a tick of 1 ms (5 ms for long timeouts, to keep idle
+	// CPU low), an election timeout of 10 ms alone and 300 ms in a cluster.
+	election := cfg.lock.ElectionTimeoutMs
+	if election == 0 {
+		election = 10
+		if cfg.cluster {
+			election = 300
+		}
+	}
+	rtt := uint64(1)
+	if election > 50 {
+		rtt = 5
+	}
+	electionRTT := max(2, uint64(election)/rtt)
+	raftMembers := map[uint64]string{}
+	switch {
+	case cfg.join: // the cluster already knows us; dragonboat wants no members
+	case !cfg.cluster:
+		raftMembers[replicaID] = self.RaftAddress()
+	default:
+		for _, m := range cfg.members {
+			raftMembers[m.ReplicaID()] = m.RaftAddress()
+		}
+	}
 	node, err := statemachine.Start(statemachine.RaftConfig{
-		NodeHostDir: filepath.Join(cfg.dataDir, "raft"),
-		RaftAddress: raftAddr,
+		NodeHostDir: raftDir,
+		RaftAddress: self.RaftAddress(),
+		ReplicaID:   replicaID,
+		Members:     raftMembers,
+		Join:        cfg.join,
+		// Snapshots of an on-disk state machine are cheap markers locally;
+		// they matter for compacting the log and catching up new members.
+		SnapshotEntries:    uint64(cfg.lock.SnapshotEntries),
+		CompactionOverhead: uint64(cfg.lock.SnapshotEntries / 2),
+		RTTMillisecond:     rtt,
+		ElectionRTT:        electionRTT,
+		HeartbeatRTT:       max(1, electionRTT/10),
 	}, db, gw.Notify, log)
 	if err != nil {
 		return err
 	}
 	defer node.Close() // after the gateway has drained, before storage closes
+	peers.node = node
 
-	readyCtx, cancel := context.WithTimeout(ctx, time.Minute)
-	err = node.WaitReady(readyCtx)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped while starting
-		}
-		return err
-	}
-	lis, err := net.Listen("tcp", grpcAddr)
+	// Bind both ports before waiting for Raft, so a port clash fails fast.
+	grpcLis, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(self.GRPCPort())))
 	if err != nil {
 		return fmt.Errorf("listen for clients: %w", err)
 	}
+	httpLis, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(self.Port)))
+	if err != nil {
+		grpcLis.Close()
+		return fmt.Errorf("listen on the main port: %w", err)
+	}
+	var ready atomic.Bool
+	api := admin.New(admin.Config{
+		Resolve:      peers.resolve,
+		NewReplicaID: newReplicaID,
+		Describe:     peers.describe,
+		Ready:        ready.Load,
+	}, node, log)
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return api.Serve(gctx, httpLis) })
+
+	readyCtx, cancel := context.WithTimeout(gctx, 5*time.Minute)
+	err = node.WaitReady(readyCtx)
+	cancel()
+	if err != nil {
+		grpcLis.Close()
+		stop := context.Cause(gctx)
+		_ = g.Wait()
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		if stop != nil && !errors.Is(stop, context.Canceled) {
+			return stop
+		}
+		return err
+	}
+	g.Go(func() error { return gw.Serve(gctx, grpcLis, node) })
+	ready.Store(true)
 	st, _ := node.Stats()
-	log.Info().Int("main_port", cfg.port).Int("grpc_port", cfg.port+grpcOffset).Int("raft_port", cfg.port+raftOffset).
+	log.Info().Int("main_port", self.Port).Int("grpc_port", self.GRPCPort()).Int("raft_port", self.RaftPort).
 		Int("locks", st.Locks).Uint64("applied", st.Applied).Msg("nacos-lockd ready")
+	printBanner(stdout, cfg, replicaID, node, peers)
 	log.Warn().Msg("clients are not authenticated: keep the SDK port on a trusted network")
-	if err := gw.Serve(ctx, lis, node); err != nil {
+
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	log.Info().Msg("nacos-lockd stopped")
 	return nil
 }
+
+// printBanner writes the one readable block an operator looks for: who
+// this node is, who leads, and every member's ports.
+func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.Node, peers *peerDirectory) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	members, err := node.Membership(ctx)
+	if err != nil {
+		members = map[uint64]string{replicaID: cfg.self.RaftAddress()}
+	}
+	leader, _ := node.LeaderID()
+	role := "follower"
+	if leader == replicaID {
+		role = "leader"
+	}
+	fmt.Fprintf(w, "nacos-lockd %s node %s: %s of %d member(s)\n", cfg.mode(), cfg.self.Address(), role, len(members))
+	for _, m := range peers.sorted(members) {
+		mark := "  "
+		if m.ReplicaID == replicaID {
+			mark = "* "
+		}
+		r := "follower"
+		if m.ReplicaID == leader {
+			r = "leader"
+		}
+		_, port, _ := net.SplitHostPort(m.Address)
+		p, _ := strconv.Atoi(port)
+		fmt.Fprintf(w, "%s%-21s %-8s main %-5d grpc %-5d raft %-21s replica %d\n", mark, m.Address, r, p, p+1000, m.RaftAddress, m.ReplicaID)
+	}
+}
+
+// healthClient checks other nodes' /healthz; short timeouts come from ctx.
+var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

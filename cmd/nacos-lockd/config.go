@@ -1,0 +1,159 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+
+	"github.com/rs/zerolog"
+
+	"nacos-lockd/compat"
+)
+
+// config is everything serve needs. Precedence, highest first: flags,
+// NACOS_LOCKD_* environment variables, the properties file, defaults.
+type config struct {
+	self      compat.Member   // this node
+	members   []compat.Member // cluster.conf, or just self
+	cluster   bool            // started with a cluster.conf
+	join      bool            // join an existing cluster as a new member
+	dataDir   string
+	logLevel  zerolog.Level
+	logFormat string
+	lock      compat.LockSettings
+}
+
+func (c config) mode() string {
+	if c.cluster {
+		return "cluster"
+	}
+	return "single-node"
+}
+
+// bootstrapReplicaID is the replica id of a node's first start: 1 for a
+// single node, and derived from the address for the initial members of a
+// cluster, so that every node computes the same ids from cluster.conf.
+// Nodes that join later get theirs from the cluster; restarts read it
+// from the data dir. The id also ends every connection id the node mints,
+// so the leader can tell whose clients a connection belongs to.
+func (c config) bootstrapReplicaID() uint64 {
+	if !c.cluster {
+		return 1
+	}
+	return c.self.ReplicaID()
+}
+
+var errHelp = errors.New("help requested")
+
+// envNames maps flags to the environment variables that may set them.
+var envNames = map[string]string{
+	"port":         "NACOS_LOCKD_PORT",
+	"data-dir":     "NACOS_LOCKD_DATA_DIR",
+	"config":       "NACOS_LOCKD_CONFIG",
+	"cluster-conf": "NACOS_LOCKD_CLUSTER_CONF",
+	"ip":           "NACOS_LOCKD_IP",
+	"log-level":    "NACOS_LOCKD_LOG_LEVEL",
+	"log-format":   "NACOS_LOCKD_LOG_FORMAT",
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("nacos-lockd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port): HTTP admin API; SDK gRPC listens on port+1000, Raft on port-1000")
+	dataDir := fs.String("data-dir", "./data", "directory for the lock table and the Raft log")
+	configFile := fs.String("config", "", "Nacos-style properties file (application.properties)")
+	clusterConf := fs.String("cluster-conf", "", "Nacos cluster.conf: one ip:port (main port) per member; omit for a single node")
+	ip := fs.String("ip", "", "this node's address as listed in cluster.conf (nacos.inetutils.ip-address); default 127.0.0.1")
+	join := fs.Bool("join", false, "start as a new member of a running cluster (after `nacos-lockctl cluster add`)")
+	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
+	logFormat := fs.String("log-format", "json", "log format: json or console")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
+		fs.VisitAll(func(f *flag.Flag) {
+			env := ""
+			if e, ok := envNames[f.Name]; ok {
+				env = " [" + e + "]"
+			}
+			fmt.Fprintf(stderr, "  --%s%s\n    \t%s (default %q)\n", f.Name, env, f.Usage, f.DefValue)
+		})
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return config{}, errHelp
+		}
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Environment variables fill what flags left unset.
+	for name, env := range envNames {
+		if v := getenv(env); v != "" && !set[name] {
+			if err := fs.Set(name, v); err != nil {
+				return config{}, fmt.Errorf("%s=%q: %w", env, v, err)
+			}
+			set[name] = true
+		}
+	}
+
+	props := compat.Properties{}
+	if *configFile != "" {
+		p, err := compat.LoadProperties(*configFile)
+		if err != nil {
+			return config{}, fmt.Errorf("read config: %w", err)
+		}
+		props = p
+	}
+	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join}
+	var err error
+	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
+		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+	}
+	mainPort := *port
+	if p, present, err := compat.ServerPort(props); err != nil {
+		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+	} else if present && !set["port"] {
+		mainPort = p
+	}
+	if mainPort-1000 < 1 || mainPort+1000 > 65535 {
+		return config{}, fmt.Errorf("--port %d: port-1000 and port+1000 must both be valid ports (1001..64535)", mainPort)
+	}
+	addr := compat.IPAddress(props)
+	if set["ip"] {
+		addr = *ip
+	}
+	if net.ParseIP(addr) == nil {
+		return config{}, fmt.Errorf("node address %q is not an IP address", addr)
+	}
+	cfg.self = compat.Member{IP: addr, Port: mainPort, RaftPort: mainPort - 1000}
+	cfg.members = []compat.Member{cfg.self}
+	if *clusterConf != "" {
+		members, err := compat.LoadClusterConf(*clusterConf)
+		if err != nil {
+			return config{}, err
+		}
+		self, ok := compat.FindMember(members, addr, mainPort)
+		if !ok {
+			listed := ""
+			for _, m := range members {
+				listed += " " + m.Address()
+			}
+			return config{}, fmt.Errorf("this node (%s) is not listed in %s (members:%s); set --ip and --port to this node's entry",
+				cfg.self.Address(), *clusterConf, listed)
+		}
+		cfg.self, cfg.members, cfg.cluster = self, members, true
+	} else if cfg.join {
+		return config{}, errors.New("--join needs --cluster-conf")
+	}
+	if cfg.logLevel, err = zerolog.ParseLevel(*logLevel); err != nil || *logLevel == "" {
+		return config{}, fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
+	}
+	if cfg.logFormat != "json" && cfg.logFormat != "console" {
+		return config{}, fmt.Errorf("--log-format %q: want json or console", cfg.logFormat)
+	}
+	return cfg, nil
+}

@@ -1,0 +1,226 @@
+// Package admin is the HTTP API on the Nacos main port: health and
+// readiness probes and cluster membership. It is how operators and
+// nacos-lockctl manage a node; lock clients never use it.
+package admin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// Cluster is what the API needs from the Raft node.
+type Cluster interface {
+	ReplicaID() uint64
+	LeaderID() (uint64, bool)
+	Membership(ctx context.Context) (map[uint64]string, error)
+	AddReplica(ctx context.Context, replicaID uint64, raftAddr string) error
+	RemoveReplica(ctx context.Context, replicaID uint64) error
+}
+
+// Member describes a node as cluster.conf names it.
+type Member struct {
+	ReplicaID   uint64 `json:"replicaId"`
+	Address     string `json:"address"` // ip:mainport, as in cluster.conf
+	RaftAddress string `json:"raftAddress"`
+}
+
+// Config wires the API to the rest of the process.
+type Config struct {
+	// Resolve maps a cluster.conf address to the member it names (its
+	// Address and RaftAddress; the id is decided on adding).
+	Resolve func(address string) (Member, error)
+	// NewReplicaID picks the id for a member being added: never one in
+	// use, and never one removed before (dragonboat refuses those).
+	NewReplicaID func(m Member, members map[uint64]string) uint64
+	// Describe maps a Raft member back to its cluster.conf address.
+	Describe func(replicaID uint64, raftAddr string) Member
+	// Ready reports whether this node serves lock requests.
+	Ready func() bool
+	// Timeout bounds each Raft operation. Default 10s.
+	Timeout time.Duration
+}
+
+// Server serves the admin API.
+type Server struct {
+	cfg     Config
+	cluster Cluster
+	log     zerolog.Logger
+	mux     *http.ServeMux
+}
+
+// New builds the API.
+func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	s := &Server{cfg: cfg, cluster: cluster, log: log.With().Str("component", "admin").Logger(), mux: http.NewServeMux()}
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "up"}) })
+	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.mux.HandleFunc("GET /v1/cluster/members", s.listMembers)
+	s.mux.HandleFunc("POST /v1/cluster/members", s.addMember)
+	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.removeMember)
+	return s
+}
+
+// Handler exposes the routes, for tests and for adding more.
+func (s *Server) Handler() *http.ServeMux { return s.mux }
+
+// Serve answers on lis until ctx ends.
+func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
+	hs := &http.Server{Handler: s.mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(lis) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve admin http: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	<-done
+	return nil
+}
+
+func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+	_, hasLeader := s.cluster.LeaderID()
+	if s.cfg.Ready != nil && s.cfg.Ready() && hasLeader {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+		return
+	}
+	writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "not ready"})
+}
+
+type memberView struct {
+	Member
+	Role string `json:"role"` // leader or follower
+	Self bool   `json:"self,omitempty"`
+}
+
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	members, err := s.cluster.Membership(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	leader, _ := s.cluster.LeaderID()
+	out := make([]memberView, 0, len(members))
+	for id, raft := range members {
+		v := memberView{Member: s.cfg.Describe(id, raft), Role: "follower", Self: id == s.cluster.ReplicaID()}
+		if id == leader {
+			v.Role = "leader"
+		}
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Address < out[j].Address })
+	writeJSON(w, http.StatusOK, map[string]any{"members": out})
+}
+
+// addMember adds a voting member. With "replace", a member already
+// listed at that address (a node whose data was lost) is removed first
+// and the address rejoins under a new replica id: reusing a replica id
+// after its log is gone would break Raft's safety.
+func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Address string `json:"address"`
+		Replace bool   `json:"replace"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("body must be {\"address\":\"ip:port\"}: %w", err))
+		return
+	}
+	m, err := s.cfg.Resolve(req.Address)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	members, err := s.cluster.Membership(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	if id, ok := memberAt(members, m.RaftAddress); ok {
+		if !req.Replace {
+			m.ReplicaID = id
+			writeJSON(w, http.StatusOK, m) // already a member: adding is idempotent
+			return
+		}
+		if err := s.cluster.RemoveReplica(ctx, id); err != nil {
+			writeError(w, http.StatusServiceUnavailable, err)
+			return
+		}
+		delete(members, id)
+		s.log.Warn().Str("member", m.Address).Uint64("replica", id).Msg("member removed to rejoin under a new replica id")
+	}
+	m.ReplicaID = s.cfg.NewReplicaID(m, members)
+	if err := s.cluster.AddReplica(ctx, m.ReplicaID, m.RaftAddress); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	s.log.Info().Str("member", m.Address).Uint64("replica", m.ReplicaID).Msg("member added")
+	writeJSON(w, http.StatusOK, m)
+}
+
+func memberAt(members map[uint64]string, raftAddr string) (uint64, bool) {
+	for id, addr := range members {
+		if addr == raftAddr {
+			return id, true
+		}
+	}
+	return 0, false
+}
+
+func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
+	m, err := s.cfg.Resolve(strings.TrimSpace(r.PathValue("address")))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), s.cfg.Timeout)
+	defer cancel()
+	members, err := s.cluster.Membership(ctx)
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	id, ok := memberAt(members, m.RaftAddress)
+	if !ok {
+		writeError(w, http.StatusNotFound, fmt.Errorf("%s is not a member", m.Address))
+		return
+	}
+	if err := s.cluster.RemoveReplica(ctx, id); err != nil {
+		writeError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	m.ReplicaID = id
+	s.log.Info().Str("member", m.Address).Uint64("replica", id).Msg("member removed")
+	writeJSON(w, http.StatusOK, m)
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, code int, err error) {
+	msg := err.Error()
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		code = http.StatusRequestEntityTooLarge
+	}
+	writeJSON(w, code, map[string]string{"error": msg})
+}

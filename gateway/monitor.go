@@ -1,0 +1,89 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"nacos-lockd/statemachine"
+)
+
+// nodeTable is what the dead-node monitor needs beyond lockTable.
+type nodeTable interface {
+	Nodes() ([]string, error)
+	Conns(node string) ([]string, error)
+}
+
+// leaderTransferer is implemented by tables that can hand leadership to
+// another replica before this node shuts down.
+type leaderTransferer interface {
+	TransferLeadership(ctx context.Context) error
+}
+
+// monitorNodes runs on every node and acts on the leader only: connections
+// are node-local, so when a node dies or leaves, nobody is left to propose
+// cleanup for the connections it held. The leader does it once the node
+// has been unreachable (or out of the membership) for NodeGrace, so its
+// clients' locks do not wait for lease expiry alone.
+func (s *Server) monitorNodes() {
+	nt, ok := s.table.(nodeTable)
+	if !ok || s.cfg.PeerAlive == nil {
+		return
+	}
+	down := map[string]time.Time{} // node -> first seen unreachable, this leadership term
+	for s.sleep(s.cfg.NodeCheckInterval) {
+		if !s.table.IsLeader() {
+			clear(down)
+			continue
+		}
+		nodes, err := nt.Nodes()
+		if err != nil {
+			continue
+		}
+		now := s.now()
+		for _, node := range nodes {
+			if node == s.cfg.NodeID {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.NodeCheckInterval)
+			alive := s.cfg.PeerAlive(ctx, node)
+			cancel()
+			if alive {
+				delete(down, node)
+				continue
+			}
+			since, seen := down[node]
+			if !seen {
+				down[node] = now
+				s.log.Warn().Str("node", node).Msg("node unreachable; its clients' locks are released if it stays so")
+				continue
+			}
+			if now.Sub(since) < s.cfg.NodeGrace {
+				continue
+			}
+			s.cleanupNode(nt, node)
+		}
+	}
+}
+
+func (s *Server) cleanupNode(nt nodeTable, node string) {
+	conns, err := nt.Conns(node)
+	if err != nil || len(conns) == 0 {
+		return
+	}
+	s.log.Warn().Str("node", node).Int("connections", len(conns)).Dur("grace", s.cfg.NodeGrace).
+		Msg("releasing locks of connections held by an unreachable node")
+	for _, c := range conns {
+		if s.stopping.Load() {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+		_, err := s.table.Propose(ctx, statemachine.Command{
+			Op: statemachine.OpCleanupConnection, NowMs: s.now().UnixMilli(), ConnID: c,
+		})
+		cancel()
+		if err != nil {
+			s.log.Debug().Err(err).Str("conn_id", c).Msg("node cleanup not committed; next check retries")
+			return
+		}
+	}
+}
