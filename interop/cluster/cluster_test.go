@@ -1,12 +1,11 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -267,32 +266,6 @@ func TestPausedNodeReleasesItsClientsLocks(t *testing.T) {
 	}
 }
 
-func adminPost(t *testing.T, addr, path string, body any) (int, string) {
-	t.Helper()
-	b, _ := json.Marshal(body)
-	resp, err := http.Post("http://"+addr+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.String()
-}
-
-func adminDelete(t *testing.T, addr, path string) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodDelete, "http://"+addr+path, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	return resp.StatusCode, buf.String()
-}
-
 func TestMembershipChangeAndRollingRestart(t *testing.T) {
 	c := newCluster(t, 3, 1, fastProps)
 	cl := c.client(0)
@@ -302,8 +275,8 @@ func TestMembershipChangeAndRollingRestart(t *testing.T) {
 	// Add a fourth node through a follower's admin API, then start it.
 	follower := (c.leader() + 1) % 3
 	newNode := c.nodes[3]
-	if code, body := adminPost(t, c.nodes[follower].httpAddr(), "/v1/cluster/members", map[string]string{"address": newNode.address()}); code != 200 {
-		t.Fatalf("add member: %d %s", code, body)
+	if out, err := c.lockctl(follower, "cluster", "add", newNode.address()); err != nil || !strings.Contains(out, "added "+newNode.address()) {
+		t.Fatalf("nacos-lockctl cluster add: %v\n%s", err, out)
 	}
 	c.writeConf(4)
 	c.start(3, "--join")
@@ -330,16 +303,22 @@ func TestMembershipChangeAndRollingRestart(t *testing.T) {
 	}
 
 	// Remove the fourth node again.
-	if code, body := adminDelete(t, c.nodes[0].httpAddr(), "/v1/cluster/members/"+newNode.address()); code != 200 {
-		t.Fatalf("remove member: %d %s", code, body)
+	if out, err := c.lockctl(0, "cluster", "remove", newNode.address()); err != nil || !strings.Contains(out, "removed "+newNode.address()) {
+		t.Fatalf("nacos-lockctl cluster remove: %v\n%s", err, out)
 	}
 	c.term(3)
-	ms, err = c.members(0)
-	if err != nil || len(ms) != 3 {
-		t.Fatalf("members after remove: %+v %v", ms, err)
+	out, err := c.lockctl(0, "--json", "cluster", "list")
+	var listed struct {
+		Members []memberView `json:"members"`
 	}
-	if code, _ := adminDelete(t, c.nodes[0].httpAddr(), "/v1/cluster/members/"+newNode.address()); code != http.StatusNotFound {
-		t.Fatalf("removing a non-member: %d", code)
+	if err != nil || json.Unmarshal([]byte(out), &listed) != nil || len(listed.Members) != 3 {
+		t.Fatalf("members after remove: %v\n%s", err, out)
+	}
+	if out, err := c.lockctl(0, "cluster", "remove", newNode.address()); err == nil || !strings.Contains(out, "not a member") {
+		t.Fatalf("removing a non-member: %v\n%s", err, out)
+	}
+	if out, err := c.lockctl(0, "cluster", "list"); err != nil || !strings.Contains(out, "leader") || strings.Count(out, "\n") != 4 {
+		t.Fatalf("cluster list table: %v\n%s", err, out)
 	}
 }
 

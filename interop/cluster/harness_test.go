@@ -35,12 +35,38 @@ var buildBinary = sync.OnceValues(func() (string, error) {
 	return bin, nil
 })
 
+var buildCtl = sync.OnceValues(func() (string, error) {
+	dir, err := os.MkdirTemp("", "nacos-lockctl-bin")
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(dir, "nacos-lockctl")
+	out, err := exec.Command("go", "build", "-o", bin, "nacos-lockd/cmd/nacos-lockctl").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+})
+
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if bin, err := buildBinary(); err == nil {
-		os.RemoveAll(filepath.Dir(bin))
+	for _, build := range []func() (string, error){buildBinary, buildCtl} {
+		if bin, err := build(); err == nil {
+			os.RemoveAll(filepath.Dir(bin))
+		}
 	}
 	os.Exit(code)
+}
+
+// lockctl runs nacos-lockctl against node i's admin API.
+func (c *cluster) lockctl(i int, args ...string) (string, error) {
+	c.t.Helper()
+	bin, err := buildCtl()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out, err := exec.Command(bin, append([]string{"--server", c.nodes[i].httpAddr()}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 type node struct {

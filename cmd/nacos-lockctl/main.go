@@ -1,0 +1,165 @@
+// Command nacos-lockctl manages nacos-lockd nodes.
+//
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster list
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster add <ip:port>
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster remove <ip:port>
+//
+// --server is any member's main port (the HTTP admin API); membership
+// changes go through Raft from there.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"text/tabwriter"
+	"time"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "nacos-lockctl:", err)
+		os.Exit(1)
+	}
+}
+
+type ctl struct {
+	server string
+	json   bool
+	out    io.Writer
+	http   *http.Client
+}
+
+const usage = `usage: nacos-lockctl [--server ip:port] [--json] <command>
+
+commands:
+  cluster list              members, their roles and ports
+  cluster add <ip:port>     add a member (then start it with --join)
+  cluster remove <ip:port>  remove a member
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nacos-lockctl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
+	server := fs.String("server", "127.0.0.1:8848", "a node's main port (HTTP admin API)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for the server")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	c := &ctl{server: *server, json: *asJSON, out: stdout, http: &http.Client{Timeout: *timeout}}
+	rest := fs.Args()
+	if len(rest) < 2 || rest[0] != "cluster" {
+		fs.Usage()
+		return errors.New("unknown command")
+	}
+	switch {
+	case rest[1] == "list" && len(rest) == 2:
+		return c.list(ctx)
+	case rest[1] == "add" && len(rest) == 3:
+		return c.change(ctx, http.MethodPost, "/v1/cluster/members", map[string]string{"address": rest[2]}, "added")
+	case rest[1] == "remove" && len(rest) == 3:
+		return c.change(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(rest[2]), nil, "removed")
+	}
+	fs.Usage()
+	return errors.New("unknown command")
+}
+
+type member struct {
+	ReplicaID   uint64 `json:"replicaId"`
+	Address     string `json:"address"`
+	RaftAddress string `json:"raftAddress"`
+	Role        string `json:"role,omitempty"`
+	Self        bool   `json:"self,omitempty"`
+}
+
+func (c *ctl) do(ctx context.Context, method, path string, body any, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.server+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("read reply: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct {
+			Error string `json:"error"`
+		}
+		if json.Unmarshal(data, &e) == nil && e.Error != "" {
+			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		}
+		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
+	}
+	return json.Unmarshal(data, out)
+}
+
+func (c *ctl) list(ctx context.Context) error {
+	var out struct {
+		Members []member `json:"members"`
+	}
+	if err := c.do(ctx, http.MethodGet, "/v1/cluster/members", nil, &out); err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(c.out).Encode(out)
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ADDRESS\tROLE\tGRPC\tRAFT\tREPLICA\t")
+	for _, m := range out.Members {
+		addr := m.Address
+		if m.Self {
+			addr += " *"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t\n", addr, m.Role, grpcOf(m.Address), m.RaftAddress, m.ReplicaID)
+	}
+	return tw.Flush()
+}
+
+func (c *ctl) change(ctx context.Context, method, path string, body any, verb string) error {
+	var m member
+	if err := c.do(ctx, method, path, body, &m); err != nil {
+		return err
+	}
+	if c.json {
+		return json.NewEncoder(c.out).Encode(m)
+	}
+	fmt.Fprintf(c.out, "%s %s (replica %d, raft %s)\n", verb, m.Address, m.ReplicaID, m.RaftAddress)
+	return nil
+}
+
+// grpcOf is the SDK port of a member address: main port + 1000.
+func grpcOf(address string) string {
+	u, err := url.Parse("//" + address)
+	if err != nil || u.Port() == "" {
+		return "?"
+	}
+	var p int
+	fmt.Sscan(u.Port(), &p)
+	return fmt.Sprint(p + 1000)
+}
