@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures the gateway. Zero values pick the defaults noted,
@@ -49,6 +51,9 @@ type Config struct {
 	NodeGrace time.Duration
 	// NodeCheckInterval is how often the leader checks the other nodes. 1s.
 	NodeCheckInterval time.Duration
+
+	// Metrics is where the gateway registers its series; nil records none.
+	Metrics prometheus.Registerer
 }
 
 func (c Config) withDefaults() Config {

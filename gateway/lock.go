@@ -41,9 +41,12 @@ func writeFailure(op protocol.LockOp) string {
 // LockOperationResponse: refusals are 200 with result false, invalid
 // requests and internal failures 500 with the Nacos message.
 func (s *Server) lock(ctx context.Context, c *conn, req *protocol.LockOperationRequest) *protocol.LockOperationResponse {
+	start := time.Now()
+	nacosOp := nacosOpOf(req.LockOperationEnum)
 	cmd, msg := s.command(c, req)
 	if msg != "" {
 		c.log.Debug().Str("op", string(req.LockOperationEnum)).Str("reason", msg).Msg("lock request rejected")
+		s.m.request("invalid", "invalid", time.Since(start), nacosOp)
 		return lockFailure(msg)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
@@ -51,17 +54,33 @@ func (s *Server) lock(ctx context.Context, c *conn, req *protocol.LockOperationR
 	res, err := s.table.Propose(ctx, cmd)
 	if err != nil {
 		c.log.Warn().Err(err).Str("op", cmd.Op.String()).Msg("lock command not committed")
+		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
 		return lockFailure(writeFailure(req.LockOperationEnum))
 	}
 	if res.Code == statemachine.CodeMalformed {
 		// The gateway validated the command, so this is our bug, not the client's.
 		c.log.Error().Str("op", cmd.Op.String()).Msg("state machine rejected a validated command")
+		s.m.request(opLabel(cmd.Op), "error", time.Since(start), nacosOp)
 		return lockFailure(res.Message())
 	}
 	c.log.Debug().Str("op", cmd.Op.String()).Str("key", cmd.Key).Str("owner", cmd.Owner).
 		Str("result", res.Code.String()).Int32("count", res.Count).Int32("position", res.WaitPosition).
 		Uint64("token", res.Token).Msg("lock request")
+	s.m.outcome(cmd, res)
+	s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, res), time.Since(start), nacosOp)
 	return lockReply(cmd.Op, res)
+}
+
+// nacosOpOf files a request under Nacos's counters: lock, renew, or
+// (CANCEL_WAIT, RELEASE and anything unknown) unlock.
+func nacosOpOf(op protocol.LockOp) string {
+	switch op {
+	case protocol.OpAcquire:
+		return "acquire"
+	case protocol.OpRenew:
+		return "renew"
+	}
+	return "unlock"
 }
 
 // command validates a request in Nacos's order and builds the Command.
@@ -190,6 +209,7 @@ func (s *Server) scheduleCleanup(connID string) {
 			})
 			cancel()
 			if err == nil {
+				s.m.cleanup("disconnect")
 				return
 			}
 			s.log.Warn().Err(err).Str("conn_id", connID).Int("attempt", attempt).Msg("connection cleanup not committed; retrying")
@@ -236,13 +256,16 @@ func (s *Server) reap() {
 				return
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-			_, err := s.table.Propose(ctx, statemachine.Command{
+			res, err := s.table.Propose(ctx, statemachine.Command{
 				Op: statemachine.OpExpire, NowMs: s.now().UnixMilli(), Kind: l.Kind, Key: l.Key, Token: l.Token,
 			})
 			cancel()
 			if err != nil && !errors.Is(err, context.Canceled) {
 				s.log.Debug().Err(err).Msg("expiry not committed; next scan retries")
 				break
+			}
+			if err == nil && res.Success() {
+				s.m.expired()
 			}
 		}
 	}

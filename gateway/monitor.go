@@ -85,5 +85,6 @@ func (s *Server) cleanupNode(nt nodeTable, node string) {
 			s.log.Debug().Err(err).Str("conn_id", c).Msg("node cleanup not committed; next check retries")
 			return
 		}
+		s.m.cleanup("node_down")
 	}
 }

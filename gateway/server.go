@@ -34,6 +34,7 @@ type Server struct {
 
 	cfg   Config
 	log   zerolog.Logger
+	m     *metrics
 	reg   registry
 	table lockTable
 	now   func() time.Time
@@ -50,6 +51,7 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 	}
 	return &Server{
 		cfg:  cfg.withDefaults(),
+		m:    newMetrics(cfg.Metrics),
 		log:  log.With().Str("component", "gateway").Logger(),
 		reg:  registry{conns: make(map[string]*conn)},
 		now:  time.Now,
@@ -165,6 +167,7 @@ func (s *Server) resetClient(c *conn, wait time.Duration) {
 		}
 		return r
 	}, true)
+	s.m.pushed("connect_reset", err)
 	if err != nil {
 		return
 	}
@@ -361,6 +364,7 @@ func (s *Server) register(c *conn, p *pb.Payload, setup *protocol.ConnectionSetu
 	c.version = setup.ClientVersion
 	c.mu.Unlock()
 	s.reg.add(c)
+	s.m.connOpen()
 	c.log.Info().Str("remote", c.remote).Str("client_ip", c.clientIP).Str("version", c.version).
 		Str("app", setup.Labels["AppName"]).Msg("connection registered")
 	return true
@@ -386,6 +390,7 @@ func (s *Server) unregister(c *conn, why string) {
 		return
 	}
 	s.reg.remove(c)
+	s.m.connClose()
 	c.log.Info().Str("reason", why).Msg("connection closed")
 	if s.stopping.Load() {
 		// A restart is not a client leaving: its locks stay until their
@@ -411,8 +416,11 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 			r.RequestID = id
 			return r
 		}, false)
+		s.m.pushed("lock_notification", err)
 		if err != nil {
 			c.log.Debug().Err(err).Msg("lock notification not delivered")
+			continue
 		}
+		s.m.grantPushed(n.Token)
 	}
 }

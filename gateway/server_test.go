@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -31,6 +32,9 @@ type testServer struct {
 
 func startServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
+	if cfg.Metrics == nil {
+		cfg.Metrics = prometheus.NewRegistry() // exercised by every test
+	}
 	cfg.ListenAddr = "127.0.0.1:0"
 	if cfg.ScanInterval == 0 {
 		cfg.ScanInterval = 20 * time.Millisecond

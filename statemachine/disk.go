@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/rs/zerolog"
@@ -32,6 +33,7 @@ type diskSM struct {
 	db     *storage.DB
 	notify Notifier
 	log    zerolog.Logger
+	m      *nodeMetrics
 
 	mu    sync.RWMutex // Update and RecoverFromSnapshot write; Lookup reads
 	table *Table
@@ -163,7 +165,25 @@ func (s *diskSM) SaveSnapshot(ctx interface{}, w io.Writer, done <-chan struct{}
 		return fmt.Errorf("save snapshot: unexpected context %T", ctx)
 	}
 	defer view.Close()
-	return writeArchive(view, w, done)
+	start := time.Now()
+	cw := &countingWriter{w: w}
+	if err := writeArchive(view, cw, done); err != nil {
+		return err
+	}
+	s.m.snapshot(cw.n, time.Since(start))
+	s.log.Info().Int64("bytes", cw.n).Dur("took", time.Since(start)).Msg("snapshot written")
+	return nil
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
 }
 
 func writeArchive(view *storage.View, w io.Writer, done <-chan struct{}) error {

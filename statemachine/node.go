@@ -16,6 +16,7 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
+	"github.com/prometheus/client_golang/prometheus"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/rs/zerolog"
 
@@ -36,6 +37,9 @@ type RaftConfig struct {
 	ReplicaID   uint64            // default 1
 	Members     map[uint64]string // initial members by replica id; default {ReplicaID: RaftAddress}
 	Join        bool              // start as a new member of an existing shard
+
+	// Metrics is where the node registers its series; nil records none.
+	Metrics prometheus.Registerer
 
 	RTTMillisecond     uint64 // default 1 (loopback)
 	ElectionRTT        uint64 // default 10
@@ -101,6 +105,7 @@ type Node struct {
 	nh  *dragonboat.NodeHost
 	cfg RaftConfig
 	log zerolog.Logger
+	m   *nodeMetrics
 }
 
 // Start opens the Raft replica over db. notify receives grants to waiters
@@ -112,12 +117,13 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	cfg = cfg.withDefaults()
 	setDragonboatLogger(log)
 	n := &Node{cfg: cfg, log: log}
+	n.m = newNodeMetrics(cfg.Metrics, n)
 	nhc := config.NodeHostConfig{
 		NodeHostDir:       cfg.NodeHostDir,
 		WALDir:            cfg.NodeHostDir,
 		RTTMillisecond:    cfg.RTTMillisecond,
 		RaftAddress:       cfg.RaftAddress,
-		RaftEventListener: leaderLogger{log: log},
+		RaftEventListener: leaderLogger{log: log, m: n.m},
 		Expert: config.ExpertConfig{
 			LogDB: config.GetSmallMemLogDBConfig(), // lock commands are tiny
 		},
@@ -142,7 +148,9 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		CompactionOverhead: cfg.CompactionOverhead,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		return newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
+		d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
+		d.m = n.m
+		return d
 	}
 	// A replica that has started before restarts from its stored state,
 	// whatever the members and join flag say now: membership changes go
@@ -185,9 +193,11 @@ func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
 	data := cmd.Encode()
 	backoff := 2 * time.Millisecond
+	start := time.Now()
 	for {
 		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), data)
 		if err == nil {
+			n.m.proposed(cmd.Op, time.Since(start))
 			r, err := decodeResult(res.Data)
 			if err != nil {
 				return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
@@ -265,9 +275,13 @@ func (n *Node) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
 	return v.([]ExpiredLease), nil
 }
 
-type leaderLogger struct{ log zerolog.Logger }
+type leaderLogger struct {
+	log zerolog.Logger
+	m   *nodeMetrics
+}
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {
+	l.m.leader(info.Term, info.LeaderID == info.ReplicaID)
 	l.log.Info().Uint64("shard", info.ShardID).Uint64("replica", info.ReplicaID).
 		Uint64("term", info.Term).Uint64("leader", info.LeaderID).Msg("raft leader changed")
 }

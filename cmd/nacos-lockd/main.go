@@ -23,6 +23,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
@@ -53,11 +56,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return serve(ctx, cfg, log, stdout)
 }
 
+// newLogger builds the root logger. The level is process-wide (zerolog's
+// global level) so the admin API can change it at runtime.
 func newLogger(cfg config, w io.Writer) zerolog.Logger {
 	if cfg.logFormat == "console" {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.RFC3339Nano}
 	}
-	return zerolog.New(w).Level(cfg.logLevel).With().Timestamp().Logger()
+	zerolog.SetGlobalLevel(cfg.logLevel)
+	return zerolog.New(w).With().Timestamp().Logger()
 }
 
 func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
@@ -100,6 +106,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		}
 	}()
 
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	peers := newPeerDirectory(cfg.members)
 	gw, err := gateway.New(gateway.Config{
 		ListenAddr:      net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
@@ -115,6 +123,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		MaxOwnerLength:  cfg.lock.MaxOwnerLength,
 		NodeGrace:       ms(cfg.lock.NodeGraceMs),
 		PeerAlive:       peers.alive, // reads peers.node, set before Serve
+		Metrics:         reg,
 	}, log)
 	if err != nil {
 		return err
@@ -153,6 +162,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		// they matter for compacting the log and catching up new members.
 		SnapshotEntries:    uint64(cfg.lock.SnapshotEntries),
 		CompactionOverhead: uint64(cfg.lock.SnapshotEntries / 2),
+		Metrics:            reg,
 		RTTMillisecond:     rtt,
 		ElectionRTT:        electionRTT,
 		HeartbeatRTT:       max(1, electionRTT/10),
@@ -179,6 +189,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		NewReplicaID: newReplicaID,
 		Describe:     peers.describe,
 		Ready:        ready.Load,
+		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 	}, node, log)
 
 	g, gctx := errgroup.WithContext(ctx)

@@ -47,6 +47,8 @@ type Config struct {
 	Ready func() bool
 	// Timeout bounds each Raft operation. Default 10s.
 	Timeout time.Duration
+	// Metrics serves GET /metrics; nil leaves the route out.
+	Metrics http.Handler
 }
 
 // Server serves the admin API.
@@ -68,6 +70,11 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/cluster/members", s.listMembers)
 	s.mux.HandleFunc("POST /v1/cluster/members", s.addMember)
 	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.removeMember)
+	s.mux.HandleFunc("GET /v1/log/level", s.logLevel)
+	s.mux.HandleFunc("PUT /v1/log/level", s.setLogLevel)
+	if cfg.Metrics != nil {
+		s.mux.Handle("GET /metrics", cfg.Metrics)
+	}
 	return s
 }
 
@@ -208,6 +215,32 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 	m.ReplicaID = id
 	s.log.Info().Str("member", m.Address).Uint64("replica", id).Msg("member removed")
 	writeJSON(w, http.StatusOK, m)
+}
+
+// logLevel reports the process-wide log level.
+func (s *Server) logLevel(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"level": zerolog.GlobalLevel().String()})
+}
+
+// setLogLevel changes the process-wide log level at runtime, e.g.
+// {"level":"debug"} while chasing a problem.
+func (s *Server) setLogLevel(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Level string `json:"level"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1024)).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("body must be {\"level\":\"debug\"}: %w", err))
+		return
+	}
+	lvl, err := zerolog.ParseLevel(req.Level)
+	if err != nil || req.Level == "" || lvl == zerolog.NoLevel {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("level %q: want trace, debug, info, warn or error", req.Level))
+		return
+	}
+	old := zerolog.GlobalLevel()
+	zerolog.SetGlobalLevel(lvl)
+	s.log.WithLevel(zerolog.InfoLevel).Str("from", old.String()).Str("to", lvl.String()).Msg("log level changed")
+	writeJSON(w, http.StatusOK, map[string]string{"level": lvl.String()})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

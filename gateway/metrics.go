@@ -1,0 +1,278 @@
+package gateway
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"nacos-lockd/statemachine"
+)
+
+// Label values come from these closed sets only: never keys, owners,
+// connection ids, IPs, params or tokens.
+var (
+	opLabels     = []string{"acquire", "release", "renew", "cancel_wait", "invalid"}
+	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "unavailable", "error"}
+	pushLabels   = []string{"lock_notification", "connect_reset"}
+)
+
+// metrics are the gateway's Prometheus series. A nil *metrics records
+// nothing, so tests and tools need not register any.
+type metrics struct {
+	requests    *prometheus.CounterVec   // op, result
+	latency     *prometheus.HistogramVec // op
+	connections prometheus.Gauge
+	connOpened  prometheus.Counter
+	connClosed  prometheus.Counter
+	pushes      *prometheus.CounterVec // type, result (sent, failed)
+	waitTime    prometheus.Histogram
+	handoff     prometheus.Histogram
+	holdTime    prometheus.Histogram
+	endings     *prometheus.CounterVec // how holds end: release, expiry
+	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
+
+	// Nacos's own series, so existing Nacos dashboards keep working.
+	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
+	nacosRt     prometheus.Summary
+	nacosRtMax  prometheus.Gauge
+	rtMaxMu     sync.Mutex
+	rtMax       float64
+
+	// Timings the table cannot keep (apply never reads a clock): when this
+	// node pushed a grant, when a waiter first queued, when a hold began.
+	mu       sync.Mutex
+	notified map[uint64]time.Time // token -> grant pushed
+	queued   map[waitKey]time.Time
+	held     map[waitKey]time.Time // holder -> granted
+}
+
+type waitKey struct {
+	kind       statemachine.Kind
+	key, owner string
+}
+
+const nacosMonitorHelp = statemachine.NacosMonitorHelp
+
+var latencyBuckets = prometheus.ExponentialBuckets(0.0002, 2, 16) // 0.2 ms .. 6.5 s
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	if reg == nil {
+		return nil
+	}
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_lock_requests_total", Help: "Lock requests by operation and outcome."}, []string{"op", "result"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "nacoslockd_lock_request_duration_seconds", Help: "Lock request handling time, decode to reply.", Buckets: latencyBuckets}, []string{"op"}),
+		connections: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nacoslockd_connections", Help: "Registered client connections on this node."}),
+		connOpened: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nacoslockd_connections_opened_total", Help: "Client connections registered on this node."}),
+		connClosed: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nacoslockd_connections_closed_total", Help: "Client connections that ended on this node."}),
+		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_pushes_total", Help: "Server pushes by type and result (sent, failed)."}, []string{"type", "result"}),
+		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "nacoslockd_lock_wait_seconds", Help: "Time from a waiter's first queued ACQUIRE to its grant being claimed.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
+		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "nacoslockd_lock_handoff_seconds", Help: "Time from a freed lock being granted to the next waiter (same Raft entry as the release) to that waiter claiming it.", Buckets: latencyBuckets}),
+		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "nacoslockd_lock_hold_seconds", Help: "Time from grant to final release, for holds granted and released through this node.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 24)}),
+		endings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_lock_endings_total", Help: "Holds ended by the owner's final release or by the reaper's expiry (cleanups are counted in nacoslockd_connection_cleanups_total)."}, []string{"cause"}),
+		cleanups: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_connection_cleanups_total", Help: "CLEANUP_CONNECTION commands committed, by why they were proposed."}, []string{"reason"}),
+		nacosRt: prometheus.NewSummary(prometheus.SummaryOpts{
+			Name: "nacos_timer_seconds", Help: "Nacos lockHandlerRt: lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
+		nacosRtMax: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nacos_timer_seconds_max", Help: "Nacos lockHandlerRt: longest lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
+		nacosCounts: map[string]prometheus.Gauge{},
+		notified:    map[uint64]time.Time{},
+		queued:      map[waitKey]time.Time{},
+		held:        map[waitKey]time.Time{},
+	}
+	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
+		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.nacosRt, m.nacosRtMax)
+	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
+		g := prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nacos_monitor", Help: nacosMonitorHelp,
+			ConstLabels: prometheus.Labels{"module": "lock", "name": name}})
+		reg.MustRegister(g)
+		m.nacosCounts[name] = g
+	}
+	// Pre-create the series so dashboards see zeros, not gaps.
+	for _, op := range opLabels {
+		m.latency.WithLabelValues(op)
+	}
+	for _, t := range pushLabels {
+		m.pushes.WithLabelValues(t, "sent")
+		m.pushes.WithLabelValues(t, "failed")
+	}
+	for _, c := range []string{"release", "expiry"} {
+		m.endings.WithLabelValues(c)
+	}
+	for _, r := range []string{"disconnect", "node_down"} {
+		m.cleanups.WithLabelValues(r)
+	}
+	return m
+}
+
+func opLabel(op statemachine.Op) string {
+	switch op {
+	case statemachine.OpAcquire:
+		return "acquire"
+	case statemachine.OpRelease:
+		return "release"
+	case statemachine.OpRenew:
+		return "renew"
+	case statemachine.OpCancelWait:
+		return "cancel_wait"
+	}
+	return "invalid"
+}
+
+func resultLabel(op statemachine.Op, res statemachine.Result) string {
+	switch res.Code {
+	case statemachine.CodeOK:
+		switch op {
+		case statemachine.OpAcquire:
+			return "granted"
+		case statemachine.OpRelease:
+			return "released"
+		case statemachine.OpRenew:
+			return "renewed"
+		}
+		return "cancelled"
+	case statemachine.CodeHeld:
+		if res.WaitPosition >= 0 {
+			return "queued"
+		}
+		return "refused"
+	case statemachine.CodeNotOwner:
+		return "not_owner"
+	case statemachine.CodeNotFound:
+		return "not_found"
+	}
+	return "error"
+}
+
+// request records one lock request: its outcome, latency and the Nacos
+// counters. op is "invalid" for requests rejected before a command.
+func (m *metrics) request(op string, result string, d time.Duration, nacosOp string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(op, result).Inc()
+	m.latency.WithLabelValues(op).Observe(d.Seconds())
+	m.nacosRt.Observe(d.Seconds())
+	m.rtMaxMu.Lock()
+	if s := d.Seconds(); s > m.rtMax {
+		m.rtMax = s
+		m.nacosRtMax.Set(s)
+	}
+	m.rtMaxMu.Unlock()
+	// Nacos counts CANCEL_WAIT and unknown operations under "unlock".
+	total, success := "grpcUnLockTotal", "grpcUnLockSuccess"
+	switch nacosOp {
+	case "acquire":
+		total, success = "grpcLockTotal", "grpcLockSuccess"
+	case "renew":
+		total, success = "grpcRenewTotal", "grpcRenewSuccess"
+	}
+	m.nacosCounts[total].Inc()
+	if result == "granted" || result == "released" || result == "renewed" {
+		m.nacosCounts[success].Inc()
+	}
+}
+
+// outcome tracks the timings around one applied lock command on this node.
+func (m *metrics) outcome(cmd statemachine.Command, res statemachine.Result) {
+	if m == nil {
+		return
+	}
+	now := time.Now()
+	wk := waitKey{cmd.Kind, cmd.Key, cmd.Owner}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case cmd.Op == statemachine.OpAcquire && res.Success() && res.Count == 1:
+		if t, ok := m.notified[res.Token]; ok { // claim of a hand-off
+			m.handoff.Observe(now.Sub(t).Seconds())
+			delete(m.notified, res.Token)
+		}
+		if t, ok := m.queued[wk]; ok {
+			m.waitTime.Observe(now.Sub(t).Seconds())
+			delete(m.queued, wk)
+		}
+		if _, ok := m.held[wk]; !ok && len(m.held) < maxTracked {
+			m.held[wk] = now
+		}
+	case cmd.Op == statemachine.OpAcquire && res.WaitPosition >= 0:
+		if _, ok := m.queued[wk]; !ok && len(m.queued) < maxTracked {
+			m.queued[wk] = now
+		}
+	case cmd.Op == statemachine.OpCancelWait:
+		delete(m.queued, wk)
+	case cmd.Op == statemachine.OpRelease && res.Success() && res.Count == 0:
+		m.endings.WithLabelValues("release").Inc()
+		if t, ok := m.held[wk]; ok {
+			m.holdTime.Observe(now.Sub(t).Seconds())
+			delete(m.held, wk)
+		}
+	}
+}
+
+// maxTracked bounds the timing maps: clients that vanish must not grow
+// them without limit. Entries past it simply go unmeasured.
+const maxTracked = 100_000
+
+func (m *metrics) pushed(typ string, err error) {
+	if m == nil {
+		return
+	}
+	if err != nil {
+		m.pushes.WithLabelValues(typ, "failed").Inc()
+		return
+	}
+	m.pushes.WithLabelValues(typ, "sent").Inc()
+}
+
+func (m *metrics) grantPushed(token uint64) {
+	if m == nil {
+		return
+	}
+	m.mu.Lock()
+	if len(m.notified) < maxTracked {
+		m.notified[token] = time.Now()
+	}
+	m.mu.Unlock()
+}
+
+func (m *metrics) connOpen() {
+	if m == nil {
+		return
+	}
+	m.connections.Inc()
+	m.connOpened.Inc()
+}
+
+func (m *metrics) connClose() {
+	if m == nil {
+		return
+	}
+	m.connections.Dec()
+	m.connClosed.Inc()
+}
+
+func (m *metrics) expired() {
+	if m != nil {
+		m.endings.WithLabelValues("expiry").Inc()
+	}
+}
+
+func (m *metrics) cleanup(reason string) {
+	if m != nil {
+		m.cleanups.WithLabelValues(reason).Inc()
+	}
+}

@@ -1,0 +1,123 @@
+package gateway
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"nacos-lockd/interop/client"
+	"nacos-lockd/protocol"
+)
+
+func TestMetricsAfterScriptedOperations(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, Config{Metrics: reg})
+	a, b := dial(t, ts), dial(t, ts)
+	lockCall(t, a, protocol.OpAcquire, gen2("k", "REENTRANT", "a:1", -1, -1))   // granted
+	lockCall(t, b, protocol.OpAcquire, gen2("k", "REENTRANT", "b:1", -1, -1))   // refused
+	lockCall(t, b, protocol.OpAcquire, gen2("k", "REENTRANT", "b:1", -1, 5000)) // queued
+	lockCall(t, a, protocol.OpRenew, gen2("k", "REENTRANT", "a:1", -1, -1))     // renewed
+	lockCall(t, b, protocol.OpRelease, gen2("k", "REENTRANT", "b:1", 0, -1))    // not owner
+	lockCall(t, a, protocol.OpRelease, gen2("k", "REENTRANT", "a:1", 0, -1))    // released, handed to b
+	ctx, cancel := client.Timeout(3 * time.Second)
+	defer cancel()
+	if _, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	claim := gen2("k", "REENTRANT", "b:1", -1, 5000)
+	claim.WaiterRetry = true
+	lockCall(t, b, protocol.OpAcquire, claim)                                 // granted (claim)
+	lockCall(t, b, protocol.OpAcquire, gen2("k", "REENTRANT", "b:1", 0, -1)) // invalid: zero lease
+
+	m := ts.srv.m
+	for _, tc := range []struct {
+		c    prometheus.Collector
+		want float64
+	}{
+		{m.requests.WithLabelValues("acquire", "granted"), 2},
+		{m.requests.WithLabelValues("acquire", "refused"), 1},
+		{m.requests.WithLabelValues("acquire", "queued"), 1},
+		{m.requests.WithLabelValues("renew", "renewed"), 1},
+		{m.requests.WithLabelValues("release", "not_owner"), 1},
+		{m.requests.WithLabelValues("release", "released"), 1},
+		{m.requests.WithLabelValues("invalid", "invalid"), 1},
+		{m.pushes.WithLabelValues("lock_notification", "sent"), 1},
+		{m.connections, 2},
+		{m.endings.WithLabelValues("release"), 1},
+		// Nacos's counters: success means granted, released or renewed.
+		{m.nacosCounts["grpcLockTotal"], 5},
+		{m.nacosCounts["grpcLockSuccess"], 2},
+		{m.nacosCounts["grpcUnLockTotal"], 2},
+		{m.nacosCounts["grpcUnLockSuccess"], 1},
+		{m.nacosCounts["grpcRenewTotal"], 1},
+		{m.nacosCounts["grpcRenewSuccess"], 1},
+	} {
+		if got := testutil.ToFloat64(tc.c); got != tc.want {
+			t.Errorf("%v: got %v, want %v", tc.c, got, tc.want)
+		}
+	}
+	if n := testutil.CollectAndCount(m.handoff); n != 1 {
+		t.Errorf("hand-off histogram has %d series", n)
+	}
+	if got := histCount(t, reg, "nacoslockd_lock_handoff_seconds"); got != 1 {
+		t.Errorf("hand-offs observed: %d, want 1", got)
+	}
+	if got := histCount(t, reg, "nacoslockd_lock_wait_seconds"); got != 1 {
+		t.Errorf("waits observed: %d, want 1", got)
+	}
+	if got := histCount(t, reg, "nacoslockd_lock_hold_seconds"); got != 1 {
+		t.Errorf("holds observed: %d, want 1", got)
+	}
+	checkLabels(t, reg)
+}
+
+func histCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// checkLabels fails on any label value outside the fixed sets: keys,
+// owners, connection ids and tokens must never become labels.
+func checkLabels(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	allowed := map[string][]string{
+		"op":     append(slices.Clone(opLabels), "ACQUIRE", "RELEASE", "RENEW", "CANCEL_WAIT", "EXPIRE", "CLEANUP_CONNECTION"),
+		"result": append(slices.Clone(resultLabels), "sent", "failed"),
+		"type":   pushLabels,
+		"cause":  {"release", "expiry"},
+		"reason": {"disconnect", "node_down"},
+		"module": {"lock"},
+		"name":   {"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess", "aliveLockCount", "lockHandlerRt"},
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, metric := range mf.GetMetric() {
+			for _, lp := range metric.GetLabel() {
+				vals, known := allowed[lp.GetName()]
+				if !known || !slices.Contains(vals, lp.GetValue()) {
+					t.Errorf("%s has label %s=%q outside the fixed sets", mf.GetName(), lp.GetName(), lp.GetValue())
+				}
+				if strings.Contains(lp.GetValue(), "_127.0.0.1_") {
+					t.Errorf("%s carries a connection id", mf.GetName())
+				}
+			}
+		}
+	}
+}
