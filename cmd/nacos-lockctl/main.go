@@ -1,11 +1,11 @@
-// Command nacos-lockctl manages nacos-lockd nodes.
+// Command nacos-lockctl operates nacos-lockd: it takes and inspects locks
+// over the real Nacos gRPC protocol and manages the cluster through the
+// admin API.
 //
-//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster list
-//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster add <ip:port>
-//	nacos-lockctl [--server 127.0.0.1:8848] [--json] cluster remove <ip:port>
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] <command>
 //
-// --server is any member's main port (the HTTP admin API); membership
-// changes go through Raft from there.
+// --server is any node's main port; lock commands use its SDK port
+// (main + 1000), admin commands its HTTP API.
 package main
 
 import (
@@ -19,27 +19,52 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/signal"
+	"syscall"
 	"text/tabwriter"
 	"time"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	var code exitCode
+	switch {
+	case errors.As(err, &code):
+		os.Exit(int(code))
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "nacos-lockctl:", err)
 		os.Exit(1)
 	}
 }
 
+// exitCode ends the process with a status but no message (a refused try,
+// or the exit status of a held command).
+type exitCode int
+
+func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) }
+
 type ctl struct {
-	server string
-	json   bool
-	out    io.Writer
-	http   *http.Client
+	server  string
+	json    bool
+	out     io.Writer
+	errOut  io.Writer
+	http    *http.Client
+	timeout time.Duration
 }
 
 const usage = `usage: nacos-lockctl [--server ip:port] [--json] <command>
 
-commands:
+lock commands (Nacos gRPC protocol; flags: --type, --lease ms, --wait ms, --owner):
+  try <key>                 one attempt (or wait up to --wait); exits 0 if granted, 3 if not
+  lock <key>                acquire (waiting up to --wait), then hold and renew until interrupted
+  hold <key> -- <cmd...>    acquire, run cmd with NACOS_LOCK_KEY and NACOS_LOCK_FENCING_TOKEN
+                            set, renew while it runs, release when it exits; exits with its code
+  unlock <key> --owner o    release a lock held by owner o
+  renew <key> --owner o     renew a lock held by owner o
+
+cluster commands (admin API):
   cluster list              members, their roles and ports
   cluster add <ip:port>     add a member (then start it with --join)
   cluster remove <ip:port>  remove a member
@@ -58,8 +83,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return err
 	}
-	c := &ctl{server: *server, json: *asJSON, out: stdout, http: &http.Client{Timeout: *timeout}}
+	c := &ctl{server: *server, json: *asJSON, out: stdout, errOut: stderr, http: &http.Client{Timeout: *timeout}, timeout: *timeout}
 	rest := fs.Args()
+	if len(rest) >= 1 && lockCommands[rest[0]] {
+		return c.lockCommand(ctx, rest[0], rest[1:])
+	}
 	if len(rest) < 2 || rest[0] != "cluster" {
 		fs.Usage()
 		return errors.New("unknown command")
