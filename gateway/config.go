@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"nacos-lockd/gateway/auth"
 )
 
 // Config configures the gateway. Zero values pick the defaults noted,
@@ -54,6 +56,9 @@ type Config struct {
 
 	// Metrics is where the gateway registers its series; nil records none.
 	Metrics prometheus.Registerer
+	// Auth, when set, requires a valid accessToken with write permission on
+	// the key for every lock request (nacos.core.auth.enabled).
+	Auth *auth.Authenticator
 }
 
 func (c Config) withDefaults() Config {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"nacos-lockd/gateway/auth"
 	"nacos-lockd/protocol"
+	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
 )
 
@@ -40,14 +42,27 @@ func writeFailure(op protocol.LockOp) string {
 // lock handles one LockOperationRequest. It always answers with a
 // LockOperationResponse: refusals are 200 with result false, invalid
 // requests and internal failures 500 with the Nacos message.
-func (s *Server) lock(ctx context.Context, c *conn, req *protocol.LockOperationRequest) *protocol.LockOperationResponse {
+func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol.LockOperationRequest) *protocol.LockOperationResponse {
 	start := time.Now()
 	nacosOp := nacosOpOf(req.LockOperationEnum)
+	var user auth.User
+	if s.cfg.Auth != nil {
+		// As Nacos's auth filter, identity is checked before anything else.
+		token, _ := protocol.Header(p, "accessToken")
+		u, err := s.cfg.Auth.Verify(token)
+		if err != nil {
+			return s.denied(c, start, nacosOp, "unauthenticated", err)
+		}
+		user = u
+	}
 	cmd, msg := s.command(c, req)
 	if msg != "" {
 		c.log.Debug().Str("op", string(req.LockOperationEnum)).Str("reason", msg).Msg("lock request rejected")
 		s.m.request("invalid", "invalid", time.Since(start), nacosOp)
 		return lockFailure(msg)
+	}
+	if s.cfg.Auth != nil && !user.Can("w", cmd.Key) {
+		return s.denied(c, start, nacosOp, "forbidden", auth.ErrForbidden)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
@@ -69,6 +84,23 @@ func (s *Server) lock(ctx context.Context, c *conn, req *protocol.LockOperationR
 	s.m.outcome(cmd, res)
 	s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, res), time.Since(start), nacosOp)
 	return lockReply(cmd.Op, res)
+}
+
+// denied answers an authentication or authorisation failure the way
+// Nacos's auth filter does: the handler's response type, resultCode 500,
+// errorCode 403. The attempt is counted and logged, never the token.
+func (s *Server) denied(c *conn, start time.Time, nacosOp, reason string, err error) *protocol.LockOperationResponse {
+	s.m.authFailure(reason)
+	s.m.request("invalid", "denied", time.Since(start), nacosOp)
+	c.mu.Lock()
+	ip := c.clientIP
+	c.mu.Unlock()
+	c.log.Warn().Str("reason", reason).Str("client_ip", ip).Msg("lock request refused by auth")
+	msg := err.Error()
+	return protocol.NewLockOperationResponse(
+		protocol.Failure(protocol.CodeFailure, protocol.CodeNoRight, msg),
+		protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: msg},
+	)
 }
 
 // nacosOpOf files a request under Nacos's counters: lock, renew, or

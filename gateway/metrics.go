@@ -13,7 +13,7 @@ import (
 // connection ids, IPs, params or tokens.
 var (
 	opLabels     = []string{"acquire", "release", "renew", "cancel_wait", "invalid"}
-	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "unavailable", "error"}
+	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "unavailable", "error"}
 	pushLabels   = []string{"lock_notification", "connect_reset"}
 )
 
@@ -31,6 +31,7 @@ type metrics struct {
 	holdTime    prometheus.Histogram
 	endings     *prometheus.CounterVec // how holds end: release, expiry
 	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
+	authFails   *prometheus.CounterVec // reason: unauthenticated, forbidden
 
 	// Nacos's own series, so existing Nacos dashboards keep working.
 	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
@@ -83,6 +84,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_lock_endings_total", Help: "Holds ended by the owner's final release or by the reaper's expiry (cleanups are counted in nacoslockd_connection_cleanups_total)."}, []string{"cause"}),
 		cleanups: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_connection_cleanups_total", Help: "CLEANUP_CONNECTION commands committed, by why they were proposed."}, []string{"reason"}),
+		authFails: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_auth_failures_total", Help: "Lock requests refused by auth: no valid token, or no permission for the key."}, []string{"reason"}),
 		nacosRt: prometheus.NewSummary(prometheus.SummaryOpts{
 			Name: "nacos_timer_seconds", Help: "Nacos lockHandlerRt: lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
 		nacosRtMax: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -93,7 +96,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		held:        map[waitKey]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.nacosRt, m.nacosRtMax)
+		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.authFails, m.nacosRt, m.nacosRtMax)
 	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_monitor", Help: nacosMonitorHelp,
@@ -114,6 +117,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	for _, r := range []string{"disconnect", "node_down"} {
 		m.cleanups.WithLabelValues(r)
+	}
+	for _, r := range []string{"unauthenticated", "forbidden"} {
+		m.authFails.WithLabelValues(r)
 	}
 	return m
 }
@@ -274,5 +280,11 @@ func (m *metrics) expired() {
 func (m *metrics) cleanup(reason string) {
 	if m != nil {
 		m.cleanups.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *metrics) authFailure(reason string) {
+	if m != nil {
+		m.authFails.WithLabelValues(reason).Inc()
 	}
 }

@@ -30,7 +30,7 @@ func TestMetricsAfterScriptedOperations(t *testing.T) {
 	}
 	claim := gen2("k", "REENTRANT", "b:1", -1, 5000)
 	claim.WaiterRetry = true
-	lockCall(t, b, protocol.OpAcquire, claim)                                 // granted (claim)
+	lockCall(t, b, protocol.OpAcquire, claim)                                // granted (claim)
 	lockCall(t, b, protocol.OpAcquire, gen2("k", "REENTRANT", "b:1", 0, -1)) // invalid: zero lease
 
 	m := ts.srv.m
@@ -99,7 +99,7 @@ func checkLabels(t *testing.T, reg *prometheus.Registry) {
 		"result": append(slices.Clone(resultLabels), "sent", "failed"),
 		"type":   pushLabels,
 		"cause":  {"release", "expiry"},
-		"reason": {"disconnect", "node_down"},
+		"reason": {"disconnect", "node_down", "unauthenticated", "forbidden"},
 		"module": {"lock"},
 		"name":   {"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess", "aliveLockCount", "lockHandlerRt"},
 	}

@@ -249,7 +249,7 @@ func (s *Server) handle(ctx context.Context, c *conn, p *pb.Payload) protocol.Me
 		if !c.isRegistered() {
 			return errorResponse(protocol.CodeUnregister, msgUnregistered)
 		}
-		return s.lock(ctx, c, req)
+		return s.lock(ctx, c, p, req)
 	}
 	c.log.Debug().Str("type", msg.TypeName()).Msg("no handler for unary type")
 	return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(msg.TypeName()))

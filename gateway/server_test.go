@@ -32,6 +32,11 @@ type testServer struct {
 
 func startServer(t *testing.T, cfg Config) *testServer {
 	t.Helper()
+	return startServerLog(t, cfg, zerolog.Nop())
+}
+
+func startServerLog(t *testing.T, cfg Config, log zerolog.Logger) *testServer {
+	t.Helper()
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry() // exercised by every test
 	}
@@ -39,7 +44,7 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	if cfg.ScanInterval == 0 {
 		cfg.ScanInterval = 20 * time.Millisecond
 	}
-	srv, err := New(cfg, zerolog.Nop())
+	srv, err := New(cfg, log)
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
 	}

@@ -23,6 +23,7 @@ type config struct {
 	logLevel  zerolog.Level
 	logFormat string
 	lock      compat.LockSettings
+	auth      compat.AuthSettings
 }
 
 func (c config) mode() string {
@@ -111,6 +112,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join}
 	var err error
 	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
+		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+	}
+	if cfg.auth, err = compat.AuthSettingsFrom(props); err != nil {
 		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
 	}
 	mainPort := *port

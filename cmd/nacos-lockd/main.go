@@ -31,15 +31,27 @@ import (
 
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
+	"nacos-lockd/gateway/auth"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := dispatch(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "nacos-lockd:", err)
 		os.Exit(1)
 	}
+}
+
+// dispatch runs a subcommand, or the server when there is none.
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "user":
+			return runUser(args[1:], stdin, stdout, stderr)
+		}
+	}
+	return run(ctx, args, stdout, stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -106,6 +118,10 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		}
 	}()
 
+	authn, err := newAuthenticator(cfg, log)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	peers := newPeerDirectory(cfg.members)
@@ -124,6 +140,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		NodeGrace:       ms(cfg.lock.NodeGraceMs),
 		PeerAlive:       peers.alive, // reads peers.node, set before Serve
 		Metrics:         reg,
+		Auth:            authn,
 	}, log)
 	if err != nil {
 		return err
@@ -190,6 +207,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		Describe:     peers.describe,
 		Ready:        ready.Load,
 		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Auth:         authn,
+		TokenTTL:     time.Duration(cfg.auth.ExpireSeconds) * time.Second,
 	}, node, log)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -216,13 +235,39 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	log.Info().Int("main_port", self.Port).Int("grpc_port", self.GRPCPort()).Int("raft_port", self.RaftPort).
 		Int("locks", st.Locks).Uint64("applied", st.Applied).Msg("nacos-lockd ready")
 	printBanner(stdout, cfg, replicaID, node, peers)
-	log.Warn().Msg("clients are not authenticated: keep the SDK port on a trusted network")
+	if authn == nil {
+		log.Warn().Msg("auth is off (nacos.core.auth.enabled=false) and the SDK and main ports listen on all interfaces: any client that reaches them can take and release locks")
+	}
 
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	log.Info().Msg("nacos-lockd stopped")
 	return nil
+}
+
+// newAuthenticator sets up Nacos auth when nacos.core.auth.enabled is on.
+func newAuthenticator(cfg config, log zerolog.Logger) (*auth.Authenticator, error) {
+	if !cfg.auth.Enabled {
+		return nil, nil
+	}
+	path := cfg.auth.UsersFile
+	if path == "" {
+		path = filepath.Join(cfg.dataDir, "users.json")
+	}
+	store, err := auth.OpenStore(path)
+	if err != nil {
+		return nil, err
+	}
+	a, err := auth.New(auth.Config{Enabled: true, SecretKey: cfg.auth.SecretKey, TokenTTL: time.Duration(cfg.auth.ExpireSeconds) * time.Second}, store)
+	if err != nil {
+		return nil, err
+	}
+	if len(store.List()) == 0 {
+		log.Warn().Str("users_file", path).Msg("auth is on but there are no users: create the first admin with `nacos-lockd user add --admin <name>`")
+	}
+	log.Info().Str("users_file", path).Int64("token_ttl_s", cfg.auth.ExpireSeconds).Msg("auth enabled")
+	return a, nil
 }
 
 // printBanner writes the one readable block an operator looks for: who

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/gateway/auth"
 )
 
 // Cluster is what the API needs from the Raft node.
@@ -49,6 +51,12 @@ type Config struct {
 	Timeout time.Duration
 	// Metrics serves GET /metrics; nil leaves the route out.
 	Metrics http.Handler
+	// Auth, when set, issues tokens on the Nacos login routes and guards
+	// the /v1 admin routes (global admins only). Nil means auth is off:
+	// login answers without a token and the admin routes are open.
+	Auth *auth.Authenticator
+	// TokenTTL is reported by login when auth is off.
+	TokenTTL time.Duration
 }
 
 // Server serves the admin API.
@@ -65,13 +73,18 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 		cfg.Timeout = 10 * time.Second
 	}
 	s := &Server{cfg: cfg, cluster: cluster, log: log.With().Str("component", "admin").Logger(), mux: http.NewServeMux()}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { writeJSON(w, http.StatusOK, map[string]string{"status": "up"}) })
+	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "up"})
+	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	s.mux.HandleFunc("GET /v1/cluster/members", s.listMembers)
-	s.mux.HandleFunc("POST /v1/cluster/members", s.addMember)
-	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.removeMember)
-	s.mux.HandleFunc("GET /v1/log/level", s.logLevel)
-	s.mux.HandleFunc("PUT /v1/log/level", s.setLogLevel)
+	// The Nacos client logs in here (wire-protocol.md 6.1), v3 first.
+	s.mux.HandleFunc("POST /nacos/v3/auth/user/login", s.login)
+	s.mux.HandleFunc("POST /nacos/v1/auth/users/login", s.login)
+	s.mux.HandleFunc("GET /v1/cluster/members", s.admin(s.listMembers))
+	s.mux.HandleFunc("POST /v1/cluster/members", s.admin(s.addMember))
+	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.admin(s.removeMember))
+	s.mux.HandleFunc("GET /v1/log/level", s.admin(s.logLevel))
+	s.mux.HandleFunc("PUT /v1/log/level", s.admin(s.setLogLevel))
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
@@ -215,6 +228,61 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 	m.ReplicaID = id
 	s.log.Info().Str("member", m.Address).Uint64("replica", id).Msg("member removed")
 	writeJSON(w, http.StatusOK, m)
+}
+
+// login answers the Nacos client's login: username in the query string,
+// password in the form body (either may come in the other place too).
+func (s *Server) login(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, http.StatusBadRequest, fmt.Errorf("login form: %w", err))
+		return
+	}
+	username, password := r.Form.Get("username"), r.Form.Get("password")
+	if s.cfg.Auth == nil {
+		// Auth is off: "logged in, no token", as the client understands it.
+		writeJSON(w, http.StatusOK, map[string]any{"tokenTtl": int64(s.cfg.TokenTTL.Seconds()), "globalAdmin": true, "username": username})
+		return
+	}
+	token, u, err := s.cfg.Auth.Login(username, password)
+	if err != nil {
+		s.log.Warn().Str("user", username).Str("remote", r.RemoteAddr).Msg("login refused")
+		writeJSON(w, http.StatusForbidden, map[string]any{"code": http.StatusForbidden, "message": err.Error()})
+		return
+	}
+	s.log.Info().Str("user", username).Str("remote", r.RemoteAddr).Msg("login")
+	w.Header().Set("Authorization", "Bearer "+token)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"accessToken": token, "tokenTtl": int64(s.cfg.Auth.TTL().Seconds()),
+		"globalAdmin": u.GlobalAdmin, "username": u.Username,
+	})
+}
+
+// admin guards an admin route: with auth on, only a global admin's token
+// (accessToken query parameter or header, or Authorization: Bearer) passes.
+func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.cfg.Auth == nil {
+			h(w, r)
+			return
+		}
+		token := r.URL.Query().Get("accessToken")
+		if token == "" {
+			token = r.Header.Get("accessToken")
+		}
+		if token == "" {
+			token, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		}
+		u, err := s.cfg.Auth.Verify(token)
+		switch {
+		case err != nil:
+			writeJSON(w, http.StatusForbidden, map[string]any{"code": http.StatusForbidden, "message": err.Error()})
+		case !u.GlobalAdmin:
+			writeJSON(w, http.StatusForbidden, map[string]any{"code": http.StatusForbidden, "message": auth.ErrForbidden.Error()})
+		default:
+			h(w, r)
+		}
+	}
 }
 
 // logLevel reports the process-wide log level.

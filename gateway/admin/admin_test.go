@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +10,11 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/gateway/auth"
 )
 
 // fakeCluster is a map-backed membership with a settable leader.
@@ -154,4 +158,138 @@ func TestRuntimeLogLevel(t *testing.T) {
 	if code, _ := do(t, h, "PUT", "/v1/log/level", `{"level":"loud"}`); code != 400 {
 		t.Fatalf("bad level: %d", code)
 	}
+}
+
+func newAuthAPI(t *testing.T) (http.Handler, *auth.Authenticator) {
+	t.Helper()
+	store, err := auth.OpenStore(t.TempDir() + "/users.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add("admin", "admin-password", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Add("app", "app-password", false); err != nil {
+		t.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef")), TokenTTL: time.Hour}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeCluster{self: 1, leader: 1, members: map[uint64]string{1: "127.0.0.1:7848"}, removed: map[uint64]bool{}}
+	api := New(Config{Auth: a, Describe: func(id uint64, raft string) Member { return Member{ReplicaID: id, RaftAddress: raft} }}, fc, zerolog.Nop())
+	return api.Handler(), a
+}
+
+func form(t *testing.T, h http.Handler, path, query, body string) *httptest.ResponseRecorder {
+	t.Helper()
+	req := httptest.NewRequest("POST", path+"?"+query, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+func TestLoginAsTheJavaClientDoes(t *testing.T) {
+	h, a := newAuthAPI(t)
+	for _, path := range []string{"/nacos/v3/auth/user/login", "/nacos/v1/auth/users/login"} {
+		rec := form(t, h, path, "username=app", "password=app-password")
+		var out struct {
+			AccessToken string `json:"accessToken"`
+			TokenTTL    int64  `json:"tokenTtl"`
+			GlobalAdmin bool   `json:"globalAdmin"`
+			Username    string `json:"username"`
+		}
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || rec.Code != 200 {
+			t.Fatalf("%s: %d %s", path, rec.Code, rec.Body)
+		}
+		if out.TokenTTL != 3600 || out.GlobalAdmin || out.Username != "app" || rec.Header().Get("Authorization") != "Bearer "+out.AccessToken {
+			t.Fatalf("%s: %+v", path, out)
+		}
+		if u, err := a.Verify(out.AccessToken); err != nil || u.Username != "app" {
+			t.Fatalf("issued token does not verify: %v", err)
+		}
+		if rec := form(t, h, path, "username=app", "password=wrong"); rec.Code != 403 {
+			t.Fatalf("%s wrong password: %d", path, rec.Code)
+		}
+		if rec := form(t, h, path, "username=ghost", "password=app-password"); rec.Code != 403 {
+			t.Fatalf("%s unknown user: %d", path, rec.Code)
+		}
+	}
+}
+
+func TestAdminRoutesNeedAnAdminToken(t *testing.T) {
+	h, a := newAuthAPI(t)
+	adminTok, _, _ := a.Login("admin", "admin-password")
+	appTok, _, _ := a.Login("app", "app-password")
+	get := func(target string, header map[string]string) int {
+		req := httptest.NewRequest("GET", target, nil)
+		for k, v := range header {
+			req.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	for _, tt := range []struct {
+		target string
+		header map[string]string
+		want   int
+	}{
+		{"/v1/cluster/members", nil, 403},
+		{"/v1/cluster/members?accessToken=" + appTok, nil, 403},
+		{"/v1/cluster/members?accessToken=" + adminTok, nil, 200},
+		{"/v1/cluster/members", map[string]string{"Authorization": "Bearer " + adminTok}, 200},
+		{"/v1/cluster/members", map[string]string{"accessToken": adminTok}, 200},
+		{"/v1/log/level", nil, 403},
+		{"/healthz", nil, 200},
+	} {
+		if got := get(tt.target, tt.header); got != tt.want {
+			t.Errorf("%s %v: %d, want %d", tt.target[:min(len(tt.target), 30)], tt.header != nil, got, tt.want)
+		}
+	}
+}
+
+func TestLoginWithAuthOff(t *testing.T) {
+	_, h, _ := newTestAPI(t)
+	rec := form(t, h, "/nacos/v3/auth/user/login", "username=app", "password=x")
+	if rec.Code != 200 || strings.Contains(rec.Body.String(), "accessToken") {
+		t.Fatalf("auth off: %d %s", rec.Code, rec.Body)
+	}
+}
+
+func FuzzLoginForm(f *testing.F) {
+	h, _ := newAuthAPIForFuzz(f)
+	f.Add("username=app", "password=app-password")
+	f.Add("username=%zz", "password=%")
+	f.Add("", strings.Repeat("a=b&", 1000))
+	f.Fuzz(func(t *testing.T, query, body string) {
+		req := httptest.NewRequest("POST", "/nacos/v3/auth/user/login", strings.NewReader(body))
+		req.URL.RawQuery = query
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != 200 && rec.Code != 400 && rec.Code != 403 && rec.Code != 413 {
+			t.Fatalf("status %d", rec.Code)
+		}
+		if rec.Code == 200 && !strings.Contains(rec.Body.String(), "accessToken") {
+			t.Fatal("200 without a token with auth on")
+		}
+	})
+}
+
+func newAuthAPIForFuzz(f *testing.F) (http.Handler, *auth.Authenticator) {
+	store, err := auth.OpenStore(f.TempDir() + "/users.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := store.Add("app", "app-password", false); err != nil {
+		f.Fatal(err)
+	}
+	a, err := auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}, store)
+	if err != nil {
+		f.Fatal(err)
+	}
+	fc := &fakeCluster{self: 1, members: map[uint64]string{}, removed: map[uint64]bool{}}
+	return New(Config{Auth: a}, fc, zerolog.Nop()).Handler(), a
 }
