@@ -1,7 +1,6 @@
 package statemachine
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -47,7 +46,7 @@ func newDiskSM(db *storage.DB, notify Notifier, log zerolog.Logger) *diskSM {
 
 // Open loads the persisted table and reports the last applied index.
 func (s *diskSM) Open(<-chan struct{}) (uint64, error) {
-	t, err := loadTable(s.db)
+	t, err := loadStoreFrom(s.db)
 	if err != nil {
 		return 0, fmt.Errorf("load lock table: %w", err)
 	}
@@ -100,47 +99,6 @@ func persist(db *storage.DB, t *Table, dirty []lockID) error {
 	return b.Commit()
 }
 
-func loadTable(db *storage.DB) (*Table, error) {
-	t := NewTable()
-	for _, m := range []struct {
-		key []byte
-		dst func(uint64)
-	}{
-		{keyApplied, func(v uint64) { t.applied = v }},
-		{keyClock, func(v uint64) { t.clock = int64(v) }},
-		{keyFence, func(v uint64) { t.fence = v }},
-	} {
-		b, err := db.Get(m.key)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", m.key, err)
-		}
-		v, err := decodeUint(b)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", m.key, err)
-		}
-		m.dst(v)
-	}
-	err := db.Scan([]byte{lockPrefix}, func(key, val []byte) error {
-		id, err := parseLockKey(key)
-		if err != nil {
-			return err
-		}
-		l, err := decodeRecord(val)
-		if err != nil {
-			return fmt.Errorf("lock record %q: %w", key, err)
-		}
-		t.put(id, l)
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
 // Lookup answers read-only queries (see query.go).
 func (s *diskSM) Lookup(q interface{}) (interface{}, error) {
 	s.mu.RLock()
@@ -167,7 +125,7 @@ func (s *diskSM) SaveSnapshot(ctx interface{}, w io.Writer, done <-chan struct{}
 	defer view.Close()
 	start := time.Now()
 	cw := &countingWriter{w: w}
-	if err := writeArchive(view, cw, done); err != nil {
+	if err := saveSnapshotStream(view, cw, done); err != nil {
 		return err
 	}
 	s.m.snapshot(cw.n, time.Since(start))
@@ -186,84 +144,20 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func writeArchive(view *storage.View, w io.Writer, done <-chan struct{}) error {
-	meta, err := readMeta(view)
-	if err != nil {
-		return err
-	}
-	return storage.WriteArchive(w, func(ew io.Writer) error {
-		return writeSnapshot(ew, meta, func(emit func(key, rec []byte) error) error {
-			return view.Scan([]byte{lockPrefix}, func(key, val []byte) error {
-				select {
-				case <-done:
-					return sm.ErrSnapshotStopped
-				default:
-				}
-				return emit(key, val)
-			})
-		})
-	})
-}
-
-func readMeta(view *storage.View) (snapshotMeta, error) {
-	var m snapshotMeta
-	for _, f := range []struct {
-		key []byte
-		dst func(uint64)
-	}{
-		{keyApplied, func(v uint64) { m.applied = v }},
-		{keyClock, func(v uint64) { m.clock = int64(v) }},
-		{keyFence, func(v uint64) { m.fence = v }},
-	} {
-		b, err := view.Get(f.key)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
-		}
-		if err != nil {
-			return m, fmt.Errorf("read %s: %w", f.key, err)
-		}
-		v, err := decodeUint(b)
-		if err != nil {
-			return m, fmt.Errorf("read %s: %w", f.key, err)
-		}
-		f.dst(v)
-	}
-	return m, nil
-}
-
 // RecoverFromSnapshot replaces the whole table with the snapshot's: a
 // follower never keeps locks the leader no longer has.
 func (s *diskSM) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
-	var t *Table
-	err := storage.ReadArchive(r, maxArchiveBytes, maxEntryBytes, func(er io.Reader) error {
-		var err error
-		t, err = readSnapshot(er)
-		return err
-	})
+	t, err := readSnapshotStream(r)
 	if err != nil {
-		return fmt.Errorf("read snapshot: %w", err)
+		return err
 	}
 	select {
 	case <-done:
 		return sm.ErrSnapshotStopped
 	default:
 	}
-	err = s.db.Replace(func(put func(key, val []byte) error) error {
-		if err := t.eachRecord(put); err != nil {
-			return err
-		}
-		for _, kv := range []struct {
-			k []byte
-			v uint64
-		}{{keyClock, uint64(t.clock)}, {keyFence, t.fence}, {keyApplied, t.applied}} {
-			if err := put(kv.k, encodeUint(kv.v)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("install snapshot: %w", err)
+	if err := replaceStore(s.db, t); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	s.table = t

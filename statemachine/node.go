@@ -16,8 +16,8 @@ import (
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
-	"github.com/prometheus/client_golang/prometheus"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"

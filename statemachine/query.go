@@ -59,6 +59,9 @@ type Stats struct {
 	Applied uint64
 	Clock   int64
 	Fence   uint64
+	// TokenBase is added to a granting entry's index to make its token
+	// (non-zero after an import or a restore).
+	TokenBase uint64
 }
 
 func (t *Table) lookup(q interface{}) (interface{}, error) {
@@ -108,7 +111,7 @@ func (t *Table) Lock(kind Kind, key string) LockInfo {
 
 // Stats reports table-wide figures.
 func (t *Table) Stats() Stats {
-	return Stats{Locks: len(t.locks), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence}
+	return Stats{Locks: len(t.locks), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase}
 }
 
 // NodesQuery asks which nodes hold connections the table references

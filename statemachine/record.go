@@ -16,6 +16,9 @@ var (
 	keyApplied = []byte("m/applied")
 	keyClock   = []byte("m/clock")
 	keyFence   = []byte("m/fence")
+	// keyTokenBase holds Table.tokenBase (absent means 0). It changes only
+	// when a whole table is installed (import, restore, snapshot recovery).
+	keyTokenBase = []byte("m/tokenbase")
 )
 
 func lockKey(id lockID) []byte {
@@ -31,7 +34,9 @@ func parseLockKey(k []byte) (lockID, error) {
 	return lockID{kind: Kind(k[1]), key: string(k[2:])}, nil
 }
 
-// recordVersion prefixes every stored lock record.
+// recordVersion prefixes every stored lock record. Version 1 is the only
+// one so far: snapshot format 2 added a table-level field (the token
+// base), not a lock field, so records did not change.
 const recordVersion = 1
 
 func encodeRecord(l *lockState) []byte {

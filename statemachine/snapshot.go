@@ -12,25 +12,35 @@ import (
 
 // Snapshot content (the "lock" entry of nacos_lock.zip):
 //
-//	magic "nacos-lockd-locks\n", uvarint format version
+//	magic "nacos-lockd-locks\n", uvarint format version, then by version:
 //	v1: uvarint applied index, varint clock, uvarint fence high-water mark,
 //	    then per lock in storage key order: 'L', bytes storage key, bytes record,
 //	    then 'E', uvarint number of locks.
+//	v2: as v1 with uvarint token base after the fence.
 //
 // Same state, same bytes: records come from one ordered read. Readers for
-// every version ever written stay here, each building the current table.
+// every version ever written stay here, each building the current table;
+// testdata/ holds a golden archive of each, loaded by the tests forever.
+// Writers only write the current version.
 const (
-	snapshotMagic   = "nacos-lockd-locks\n"
-	snapshotVersion = 1
+	snapshotMagic = "nacos-lockd-locks\n"
+	// SnapshotVersion is the format this build writes.
+	SnapshotVersion = 2
 	// maxSnapshotField bounds a single key or record read from a snapshot so
 	// a corrupt length cannot make us allocate gigabytes.
 	maxSnapshotField = 64 << 20
+	// maxTokenBase keeps token base + Raft index far from overflowing.
+	maxTokenBase = 1 << 62
 )
 
+// snapshotVersion is kept for the writers that name it.
+const snapshotVersion = SnapshotVersion
+
 type snapshotMeta struct {
-	applied uint64
-	clock   int64
-	fence   uint64
+	applied   uint64
+	clock     int64
+	fence     uint64
+	tokenBase uint64 // v2
 }
 
 // writeSnapshot streams the header and the records produced by each, which
@@ -42,6 +52,7 @@ func writeSnapshot(w io.Writer, meta snapshotMeta, each func(emit func(key, rec 
 	b = binary.AppendUvarint(b, meta.applied)
 	b = binary.AppendVarint(b, meta.clock)
 	b = binary.AppendUvarint(b, meta.fence)
+	b = binary.AppendUvarint(b, meta.tokenBase)
 	if _, err := bw.Write(b); err != nil {
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
@@ -68,22 +79,36 @@ func writeSnapshot(w io.Writer, meta snapshotMeta, each func(emit func(key, rec 
 
 // readSnapshot parses snapshot content into a fresh table.
 func readSnapshot(r io.Reader) (*Table, error) {
+	t, _, err := readSnapshotVersion(r)
+	return t, err
+}
+
+// readSnapshotVersion parses snapshot content of any version into a fresh
+// table, and reports the version it found.
+func readSnapshotVersion(r io.Reader) (*Table, uint64, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	magic := make([]byte, len(snapshotMagic))
 	if _, err := io.ReadFull(br, magic); err != nil || string(magic) != snapshotMagic {
-		return nil, fmt.Errorf("%w: not a nacos-lockd snapshot", errMalformed)
+		return nil, 0, fmt.Errorf("%w: not a nacos-lockd snapshot", errMalformed)
 	}
 	version, err := binary.ReadUvarint(br)
 	if err != nil {
-		return nil, fmt.Errorf("%w: snapshot version: %v", errMalformed, err)
+		return nil, 0, fmt.Errorf("%w: snapshot version: %v", errMalformed, err)
 	}
+	var t *Table
 	switch version {
 	case 1:
-		return readSnapshotV1(br)
+		t, err = readSnapshotV1(br)
+	case 2:
+		t, err = readSnapshotV2(br)
+	default:
+		return nil, version, fmt.Errorf("%w: snapshot format version %d is newer than this build understands (it reads 1 to %d)", errMalformed, version, SnapshotVersion)
 	}
-	return nil, fmt.Errorf("%w: snapshot format version %d is newer than this build understands", errMalformed, version)
+	return t, version, err
 }
 
+// readSnapshotV1 reads format 1, written before token bases existed: every
+// token was the granting entry's index, which is token base 0.
 func readSnapshotV1(br *bufio.Reader) (*Table, error) {
 	t := NewTable()
 	var err error
@@ -96,52 +121,112 @@ func readSnapshotV1(br *bufio.Reader) (*Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: snapshot meta: %v", errMalformed, err)
 	}
+	if err := checkMeta(t); err != nil {
+		return nil, err
+	}
+	return t, readRecords(br, t)
+}
+
+// checkMeta refuses metadata no table can have: every token is the token
+// base plus the index of an applied entry, or an imported one at most the
+// base, so the fence is at most base + applied.
+func checkMeta(t *Table) error {
+	if t.tokenBase > t.fence || t.tokenBase > maxTokenBase || t.fence-t.tokenBase > t.applied {
+		return fmt.Errorf("%w: fence %d outside token base %d .. token base + applied index %d", errMalformed, t.fence, t.tokenBase, t.applied)
+	}
+	return nil
+}
+
+// readSnapshotV2 reads format 2: format 1 plus the token base.
+func readSnapshotV2(br *bufio.Reader) (*Table, error) {
+	t := NewTable()
+	var err error
+	if t.applied, err = binary.ReadUvarint(br); err == nil {
+		t.clock, err = binary.ReadVarint(br)
+	}
+	if err == nil {
+		t.fence, err = binary.ReadUvarint(br)
+	}
+	if err == nil {
+		t.tokenBase, err = binary.ReadUvarint(br)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot meta: %v", errMalformed, err)
+	}
+	if err := checkMeta(t); err != nil {
+		return nil, err
+	}
+	return t, readRecords(br, t)
+}
+
+// readRecords reads the lock records and trailer shared by every version.
+func readRecords(br *bufio.Reader, t *Table) error {
 	var prev []byte
 	var n uint64
 	for {
 		tag, err := br.ReadByte()
 		if err != nil {
-			return nil, fmt.Errorf("%w: snapshot ends without trailer", errMalformed)
+			return fmt.Errorf("%w: snapshot ends without trailer", errMalformed)
 		}
 		if tag == 'E' {
 			count, err := binary.ReadUvarint(br)
 			if err != nil || count != n {
-				return nil, fmt.Errorf("%w: snapshot trailer count %d, read %d locks", errMalformed, count, n)
+				return fmt.Errorf("%w: snapshot trailer count %d, read %d locks", errMalformed, count, n)
 			}
 			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
-				return nil, fmt.Errorf("%w: data after snapshot trailer", errMalformed)
+				return fmt.Errorf("%w: data after snapshot trailer", errMalformed)
 			}
-			return t, nil
+			return nil
 		}
 		if tag != 'L' {
-			return nil, fmt.Errorf("%w: snapshot record tag %#x", errMalformed, tag)
+			return fmt.Errorf("%w: snapshot record tag %#x", errMalformed, tag)
 		}
 		key, err := readField(br)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		rec, err := readField(br)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if prev != nil && bytes.Compare(prev, key) >= 0 {
-			return nil, fmt.Errorf("%w: snapshot records out of order", errMalformed)
+			return fmt.Errorf("%w: snapshot records out of order", errMalformed)
 		}
 		prev = key
 		id, err := parseLockKey(key)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		l, err := decodeRecord(rec)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if l.token > t.fence {
-			return nil, fmt.Errorf("%w: lock token %d above fence %d", errMalformed, l.token, t.fence)
+		if err := checkStored(id, l, t.fence); err != nil {
+			return err
 		}
 		t.put(id, l)
 		n++
 	}
+}
+
+// checkStored refuses a lock the table could never have persisted: every
+// stored lock is held (a lock that becomes free is handed to its first
+// waiter or deleted in the same apply), and no token is above the fence.
+func checkStored(id lockID, l *lockState, fence uint64) error {
+	if !l.held() {
+		return fmt.Errorf("%w: stored lock %s %q is free", errMalformed, id.kind, id.key)
+	}
+	if l.token == 0 || l.token > fence {
+		return fmt.Errorf("%w: lock token %d outside 1 .. fence %d", errMalformed, l.token, fence)
+	}
+	owners := make(map[string]bool, len(l.waiters))
+	for _, w := range l.waiters {
+		if w.owner == "" || w.owner == l.owner || owners[w.owner] {
+			return fmt.Errorf("%w: stored lock %s %q queues owner %q twice or behind itself", errMalformed, id.kind, id.key, w.owner)
+		}
+		owners[w.owner] = true
+	}
+	return nil
 }
 
 func readField(br *bufio.Reader) ([]byte, error) {
@@ -175,6 +260,6 @@ func (t *Table) eachRecord(emit func(key, rec []byte) error) error {
 // the same entries return identical bytes.
 func (t *Table) StateBytes() []byte {
 	var buf bytes.Buffer
-	_ = writeSnapshot(&buf, snapshotMeta{t.applied, t.clock, t.fence}, t.eachRecord)
+	_ = t.WriteSnapshot(&buf)
 	return buf.Bytes()
 }

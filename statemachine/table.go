@@ -69,8 +69,14 @@ type Table struct {
 	clock   int64                     // max NowMs of all applied commands
 	fence   uint64                    // highest fencing token ever granted
 	applied uint64                    // index of the last applied entry
-	held    int                       // number of held locks
-	queued  int                       // number of queued waiters
+	// tokenBase is added to the index of a granting entry to make its
+	// fencing token. It is 0 for a table that has only ever lived on one
+	// Raft log; a table installed at the start of a new log (an import
+	// from Nacos, a restore) gets the fence of what it was given, so
+	// every later grant's token is above every token handed out before.
+	tokenBase uint64
+	held      int // number of held locks
+	queued    int // number of queued waiters
 
 	dirty map[lockID]struct{} // locks changed since takeDirty
 	notes []Notification      // grants to waiters since takeNotifications
@@ -94,6 +100,12 @@ func (t *Table) Clock() int64 { return t.clock }
 
 // Fence is the highest fencing token ever granted.
 func (t *Table) Fence() uint64 { return t.fence }
+
+// TokenBase is added to a granting entry's index to make its token.
+func (t *Table) TokenBase() uint64 { return t.tokenBase }
+
+// token is the fencing token of a grant made by the entry at index.
+func (t *Table) token(index uint64) uint64 { return t.tokenBase + index }
 
 // ApplyEncoded decodes and applies one log entry. An entry that does not
 // decode gets CodeMalformed, identically on every replica.
@@ -189,10 +201,10 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 		// Free implies no live waiters (settle just handed it over otherwise).
 		l.owner, l.connID, l.count = cmd.Owner, cmd.ConnID, 1
 		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
-		l.token = index
-		t.fence = max(t.fence, index)
+		l.token = t.token(index)
+		t.fence = max(t.fence, l.token)
 		l.removeWaiter(cmd.Owner)
-		return Result{Code: CodeOK, Count: 1, WaitPosition: -1, Token: index}
+		return Result{Code: CodeOK, Count: 1, WaitPosition: -1, Token: l.token}
 	}
 	if cmd.WaitMs <= 0 {
 		return refused(CodeHeld)
@@ -312,7 +324,7 @@ func (t *Table) cleanup(index uint64, cmd Command) Result {
 // settle brings a lock up to the table clock: it drops waiters whose
 // deadline passed, ends a lease that is over, and hands a free lock to the
 // first live waiter. The hand-off is a grant like any other: a new fencing
-// token (this entry's index), a lease from the waiter's request, and a
+// token (from this entry's index), a lease from the waiter's request, and a
 // notification to the waiter's connection.
 func (t *Table) settle(index uint64, id lockID, l *lockState) {
 	l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return t.clock >= w.deadline })
@@ -326,10 +338,10 @@ func (t *Table) settle(index uint64, id lockID, l *lockState) {
 	l.waiters = slices.Delete(l.waiters, 0, 1)
 	l.owner, l.connID, l.count = w.owner, w.connID, 1
 	l.leaseEnd = t.leaseEnd(w.leaseMs)
-	l.token = index
+	l.token = t.token(index)
 	l.unclaimed = true
-	t.fence = max(t.fence, index)
-	t.notes = append(t.notes, Notification{ConnID: w.connID, Owner: w.owner, Kind: id.kind, Key: id.key, Token: index})
+	t.fence = max(t.fence, l.token)
+	t.notes = append(t.notes, Notification{ConnID: w.connID, Owner: w.owner, Kind: id.kind, Key: id.key, Token: l.token})
 }
 
 func (l *lockState) free() {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 )
 
 const (
@@ -83,21 +85,42 @@ func ReadArchive(r io.Reader, maxArchive, maxEntry int64, read func(io.Reader) e
 	if maxArchive <= 0 || maxEntry <= 0 {
 		return fmt.Errorf("read archive: limits must be positive (archive %d, entry %d)", maxArchive, maxEntry)
 	}
-	buf, err := io.ReadAll(io.LimitReader(r, maxArchive+1))
+	buf, err := spool(r, maxArchive)
 	if err != nil {
-		return fmt.Errorf("read archive: %w", err)
+		return err
 	}
-	if int64(len(buf)) > maxArchive {
-		return fmt.Errorf("%w: archive exceeds %d bytes", ErrArchiveTooLarge, maxArchive)
+	return readArchiveBytes(buf, maxEntry, read)
+}
+
+// spool reads r to memory, refusing more than limit bytes.
+func spool(r io.Reader, limit int64) ([]byte, error) {
+	buf, err := io.ReadAll(io.LimitReader(r, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("read archive: %w", err)
+	}
+	if int64(len(buf)) > limit {
+		return nil, fmt.Errorf("%w: archive exceeds %d bytes", ErrArchiveTooLarge, limit)
+	}
+	return buf, nil
+}
+
+// readArchiveBytes is ReadArchive on an archive already in memory.
+func readArchiveBytes(buf []byte, maxEntry int64, read func(io.Reader) error) error {
+	if maxEntry <= 0 {
+		return fmt.Errorf("read archive: entry limit must be positive (%d)", maxEntry)
 	}
 	zr, err := zip.NewReader(bytes.NewReader(buf), int64(len(buf)))
 	// ErrInsecurePath comes with a usable reader; the name check below
 	// refuses such an entry anyway.
 	if err != nil && !errors.Is(err, zip.ErrInsecurePath) {
-		return fmt.Errorf("%w: %w", ErrBadArchive, err)
+		return fmt.Errorf("%w: not a complete zip archive (truncated or not a zip): %w", ErrBadArchive, err)
 	}
 	if len(zr.File) != 1 {
-		return fmt.Errorf("%w: want exactly one entry %q, found %d entries", ErrBadArchive, ArchiveEntry, len(zr.File))
+		names := make([]string, 0, len(zr.File))
+		for _, f := range zr.File {
+			names = append(names, strconv.Quote(f.Name))
+		}
+		return fmt.Errorf("%w: want exactly one entry %q, found %d entries [%s]", ErrBadArchive, ArchiveEntry, len(zr.File), strings.Join(names, " "))
 	}
 	f := zr.File[0]
 	if f.Name != ArchiveEntry {

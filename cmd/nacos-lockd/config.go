@@ -15,15 +15,16 @@ import (
 // config is everything serve needs. Precedence, highest first: flags,
 // NACOS_LOCKD_* environment variables, the properties file, defaults.
 type config struct {
-	self      compat.Member   // this node
-	members   []compat.Member // cluster.conf, or just self
-	cluster   bool            // started with a cluster.conf
-	join      bool            // join an existing cluster as a new member
-	dataDir   string
-	logLevel  zerolog.Level
-	logFormat string
-	lock      compat.LockSettings
-	auth      compat.AuthSettings
+	self        compat.Member   // this node
+	members     []compat.Member // cluster.conf, or just self
+	cluster     bool            // started with a cluster.conf
+	join        bool            // join an existing cluster as a new member
+	dataDir     string
+	logLevel    zerolog.Level
+	logFormat   string
+	lock        compat.LockSettings
+	auth        compat.AuthSettings
+	importNacos string // a Nacos lock snapshot to import into an empty data dir first
 }
 
 func (c config) mode() string {
@@ -57,6 +58,7 @@ var envNames = map[string]string{
 	"ip":           "NACOS_LOCKD_IP",
 	"log-level":    "NACOS_LOCKD_LOG_LEVEL",
 	"log-format":   "NACOS_LOCKD_LOG_FORMAT",
+	"import-nacos": "NACOS_LOCKD_IMPORT_NACOS",
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -70,6 +72,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	join := fs.Bool("join", false, "start as a new member of a running cluster (after `nacos-lockctl cluster add`)")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
+	importNacos := fs.String("import-nacos", "", "import a Nacos lock snapshot (snapshot_N dir or nacos_lock.zip) into the empty data dir before starting")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
@@ -109,7 +112,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		props = p
 	}
-	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join}
+	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos}
 	var err error
 	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
 		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
@@ -152,6 +155,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		cfg.self, cfg.members, cfg.cluster = self, members, true
 	} else if cfg.join {
 		return config{}, errors.New("--join needs --cluster-conf")
+	}
+	if cfg.importNacos != "" && (len(cfg.members) > 1 || cfg.join) {
+		// Each node would import at its own time and build its own table.
+		return config{}, errors.New("--import-nacos works on one node: import on a single-member cluster.conf (or no cluster.conf), then let the other nodes --join")
 	}
 	if cfg.logLevel, err = zerolog.ParseLevel(*logLevel); err != nil || *logLevel == "" {
 		return config{}, fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)

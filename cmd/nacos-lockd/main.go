@@ -49,6 +49,10 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		switch args[0] {
 		case "user":
 			return runUser(args[1:], stdin, stdout, stderr)
+		case "import-nacos":
+			return runImportNacos(args[1:], stdout, stderr)
+		case "snapshot":
+			return runSnapshot(args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
@@ -102,6 +106,15 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		Int64("max_lease_ms", cfg.lock.MaxLeaseMs).Int64("disconnect_grace_ms", cfg.lock.DisconnectGraceMs).
 		Int64("node_grace_ms", cfg.lock.NodeGraceMs).Msg("nacos-lockd starting")
 
+	if cfg.importNacos != "" {
+		if err := importAtStart(cfg.importNacos, cfg.dataDir, log); err != nil {
+			return err
+		}
+	}
+	// An imported or restored table starts a new Raft log: it must be
+	// sealed into a snapshot before anyone could need to catch up from
+	// that log, or a joining replica would miss it.
+	seal := sealPending(cfg.dataDir)
 	if err := os.MkdirAll(cfg.dataDir, 0o750); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
@@ -228,6 +241,17 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 			return stop
 		}
 		return err
+	}
+	if seal {
+		if err := node.SealInstalledState(ctx); err != nil {
+			grpcLis.Close()
+			return fmt.Errorf("seal the imported table: %w", err)
+		}
+		if err := markSealed(cfg.dataDir); err != nil {
+			grpcLis.Close()
+			return err
+		}
+		log.Info().Msg("imported or restored lock table sealed into a snapshot")
 	}
 	g.Go(func() error { return gw.Serve(gctx, grpcLis, node) })
 	ready.Store(true)

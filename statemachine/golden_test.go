@@ -1,0 +1,232 @@
+package statemachine
+
+import (
+	"archive/zip"
+	"bytes"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"nacos-lockd/storage"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite the testdata golden of the current snapshot format")
+
+// goldenCommands is the script behind every golden snapshot. Never change
+// it: the goldens of old formats were made from it by old builds.
+func goldenCommands() []Command {
+	return []Command{
+		acq(R, "order-1", "client-a", "conn-A", 1000, 30000, 0),
+		acq(R, "order-1", "client-a", "conn-A", 1100, 30000, 0),
+		acq(R, "order-1", "client-b", "conn-B", 1200, 30000, 60000),
+		acq(R, "order-1", "client-c", "conn-C", 1300, 20000, 50000),
+		acq(N, "job/nightly", "w1", "conn-B", 1400, 45000, 0),
+		acq(G, "legacy", "conn-D", "conn-D", 1500, 10000, 0),
+		acq(N, "handoff", "h1", "conn-A", 1600, 5000, 0),
+		acq(N, "handoff", "h2", "conn-C", 1700, 8000, 40000),
+		rel(N, "handoff", "h1", 1800),
+		acq(G, "gone", "x", "conn-E", 1900, 1000, 0),
+		rel(G, "gone", "x", 2000),
+		acq(R, "键-🔒", "ü", "conn-F", 2100, 100000, 0),
+		acq(N, "stale", "s", "conn-E", 2200, 100, 0),
+		renew(R, "order-1", "client-a", "conn-A2", 5000, 30000),
+	}
+}
+
+// goldenImport is what the format-2 golden starts from before the script:
+// an import, so its token base is not zero.
+func goldenImport() []ImportedLock {
+	return []ImportedLock{
+		{Kind: R, Key: "imported-r", Owner: "nacos-owner", ConnID: "nacos-conn", Count: 2, LeaseEndMs: 700000,
+			Waiters: []ImportedWaiter{{Owner: "w1", ConnID: "nacos-conn-2", EnqueuedMs: 800, DeadlineMs: 900000, LeaseMs: 30000}}},
+		{Kind: N, Key: "imported-expired", Owner: "o", ConnID: "c0", Count: 1, LeaseEndMs: 500,
+			Waiters: []ImportedWaiter{{Owner: "w2", ConnID: "c2", EnqueuedMs: 700, DeadlineMs: 800000, LeaseMs: 10000}}},
+		{Kind: G, Key: "imported-legacy", Owner: "legacy-migrated", Count: 1, LeaseEndMs: 600000},
+	}
+}
+
+func replay(t *Table, cmds []Command) *Table {
+	for _, c := range cmds {
+		t.Apply(t.applied+1, c)
+	}
+	return t
+}
+
+type wantLock struct {
+	id lockID
+	l  lockState
+}
+
+func checkTable(t *testing.T, got *Table, applied uint64, clock int64, fence, tokenBase uint64, want []wantLock) {
+	t.Helper()
+	if got.applied != applied || got.clock != clock || got.fence != fence || got.tokenBase != tokenBase {
+		t.Fatalf("meta: applied %d clock %d fence %d token base %d; want %d %d %d %d",
+			got.applied, got.clock, got.fence, got.tokenBase, applied, clock, fence, tokenBase)
+	}
+	if len(got.locks) != len(want) {
+		t.Fatalf("%d locks, want %d", len(got.locks), len(want))
+	}
+	for _, w := range want {
+		l, ok := got.locks[w.id]
+		if !ok {
+			t.Fatalf("lock %v missing", w.id)
+		}
+		if l.owner != w.l.owner || l.connID != w.l.connID || l.count != w.l.count || l.leaseEnd != w.l.leaseEnd ||
+			l.token != w.l.token || l.unclaimed != w.l.unclaimed || len(l.waiters) != len(w.l.waiters) {
+			t.Fatalf("lock %v:\n got %+v\nwant %+v", w.id, *l, w.l)
+		}
+		for i := range l.waiters {
+			if l.waiters[i] != w.l.waiters[i] {
+				t.Fatalf("lock %v waiter %d: got %+v, want %+v", w.id, i, l.waiters[i], w.l.waiters[i])
+			}
+		}
+	}
+	checkInvariants(t, got)
+}
+
+// The locks the script leaves, with tokens shifted by base.
+func scriptLocks(base uint64) []wantLock {
+	return []wantLock{
+		{lockID{G, "legacy"}, lockState{owner: "conn-D", connID: "conn-D", count: 1, leaseEnd: 11500, token: base + 6}},
+		{lockID{R, "order-1"}, lockState{owner: "client-a", connID: "conn-A2", count: 2, leaseEnd: 35000, token: base + 1,
+			waiters: []waiter{{"client-b", "conn-B", 1200, 61200, 30000}, {"client-c", "conn-C", 1300, 51300, 20000}}}},
+		{lockID{R, "键-🔒"}, lockState{owner: "ü", connID: "conn-F", count: 1, leaseEnd: 102100, token: base + 12}},
+		{lockID{N, "handoff"}, lockState{owner: "h2", connID: "conn-C", count: 1, leaseEnd: 9800, token: base + 9, unclaimed: true}},
+		{lockID{N, "job/nightly"}, lockState{owner: "w1", connID: "conn-B", count: 1, leaseEnd: 46400, token: base + 5}},
+		{lockID{N, "stale"}, lockState{owner: "s", connID: "conn-E", count: 1, leaseEnd: 2300, token: base + 13}},
+	}
+}
+
+func readGoldenStream(t *testing.T, name string) *Table {
+	t.Helper()
+	f, err := os.Open(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tb, err := readSnapshotStream(f)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return tb
+}
+
+// Format 1, written by the first nacos-lockd (a bare archive, no checksum
+// record in the stream): read forever, migrated to the current table.
+func TestGoldenSnapshotV1(t *testing.T) {
+	got := readGoldenStream(t, "snapshot-v1.zip")
+	checkTable(t, got, 14, 5000, 13, 0, scriptLocks(0))
+	// Upgrading gives exactly the state the same commands give today.
+	want := replay(NewTable(), goldenCommands())
+	if !bytes.Equal(got.StateBytes(), want.StateBytes()) {
+		t.Fatal("v1 golden upgraded differs from replaying its commands on a current table")
+	}
+	// And both go on identically.
+	more := randomCommands(31, 400)
+	replay(got, more)
+	replay(want, more)
+	if !bytes.Equal(got.StateBytes(), want.StateBytes()) {
+		t.Fatal("upgraded table diverged from a current one")
+	}
+}
+
+func goldenV2Table(t *testing.T) *Table {
+	t.Helper()
+	tb, sum, err := NewImportedTable(goldenImport(), 900)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != (ImportSummary{Locks: 3, Held: 2, HandedOff: 1, Expired: 1, Waiters: 1, TokenBase: 3}) {
+		t.Fatalf("import summary %+v", sum)
+	}
+	return replay(tb, goldenCommands())
+}
+
+// Format 2 (current): format 1 plus the token base.
+func TestGoldenSnapshotV2(t *testing.T) {
+	path := filepath.Join("testdata", "snapshot-v2.stream")
+	if *updateGolden {
+		var buf bytes.Buffer
+		if err := storage.WriteSnapshotStream(&buf, goldenV2Table(t).WriteSnapshot); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readGoldenStream(t, "snapshot-v2.stream")
+	want := append(scriptLocks(3),
+		wantLock{lockID{G, "imported-legacy"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: 600000, token: 1}},
+		wantLock{lockID{R, "imported-r"}, lockState{owner: "nacos-owner", connID: "nacos-conn", count: 2, leaseEnd: 700000, token: 2,
+			waiters: []waiter{{"w1", "nacos-conn-2", 800, 900000, 30000}}}},
+		wantLock{lockID{N, "imported-expired"}, lockState{owner: "w2", connID: "c2", count: 1, leaseEnd: 10900, token: 3, unclaimed: true}},
+	)
+	checkTable(t, got, 14, 5000, 16, 3, want)
+	// Same state, same bytes: the golden's content is what this build writes.
+	if content := goldenContent(t, path); !bytes.Equal(content, goldenV2Table(t).StateBytes()) {
+		t.Fatal("snapshot-v2.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV2 -update if the format changed on purpose, and add a new version instead)")
+	}
+	if SnapshotVersion != 2 {
+		t.Fatal("a new format needs its own golden: keep snapshot-v2.stream and add snapshot-vN")
+	}
+}
+
+func goldenContent(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := zr.File[0].Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	content, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return content
+}
+
+func FuzzReadSnapshot(f *testing.F) {
+	for _, name := range []string{"snapshot-v1.zip", "snapshot-v2.stream"} {
+		b, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		zr, err := zip.NewReader(bytes.NewReader(b), int64(len(b)))
+		if err != nil {
+			f.Fatal(err)
+		}
+		rc, _ := zr.File[0].Open()
+		content, _ := io.ReadAll(rc)
+		rc.Close()
+		f.Add(content)
+	}
+	f.Add([]byte(snapshotMagic + "\x03"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tb, version, err := ReadSnapshot(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		checkInvariants(t, tb)
+		// Whatever is accepted is written back in the current format and
+		// reads back as the same state.
+		again, v, err := ReadSnapshot(bytes.NewReader(tb.StateBytes()))
+		if err != nil || v != SnapshotVersion || !bytes.Equal(again.StateBytes(), tb.StateBytes()) {
+			t.Fatalf("version %d accepted but does not round trip: %v", version, err)
+		}
+		// Its tokens stay below every later grant.
+		fence := tb.fence
+		if got := tb.Apply(tb.applied+1, acq(N, "fuzz-new-key", "o", "c", tb.clock, 10, 0)); got.Token <= fence {
+			t.Fatalf("new token %d not above the fence %d it was read with", got.Token, fence)
+		}
+	})
+}
