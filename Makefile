@@ -7,13 +7,16 @@ PORT      ?= 8848
 DATA_DIR  ?= ./data
 FUZZTIME  ?= 10s
 MVN       ?= mvn
+MVN_FLAGS ?= -B -ntp -fae
+NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
-.PHONY: build run test test-go fuzz-smoke interop interop-java vet fmt-check proto clean help
+.PHONY: build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
+	nacos-fixtures vet fmt-check proto clean help
 
 help: ## list targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-build: ## binaries into ./bin
+build: ## binaries into ./bin: nacos-lockd, nacos-lockctl, nacos-lock-bench
 	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
 
 run: build ## one node, embedded storage, main port 8848 (gRPC 9848, Raft 7848), data in ./data
@@ -28,21 +31,42 @@ fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test-go: ## Go unit, gateway and process tests, race detector on
-	$(GO) test -race -timeout 15m ./...
+test-go: ## Go unit, gateway, process and cluster tests, race detector on
+	$(GO) test -race -timeout 20m ./...
 
-fuzz-smoke: ## every fuzz target for FUZZTIME (default 10s)
-	$(GO) test -run '^$$' -fuzz '^FuzzApplyCommand$$' -fuzztime $(FUZZTIME) ./statemachine
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./protocol
-	$(GO) test -run '^$$' -fuzz '^FuzzParseProperties$$' -fuzztime $(FUZZTIME) ./compat
+# Every fuzz target, FUZZTIME each (default 10s); `make fuzz FUZZTIME=10m` for a long run.
+FUZZ_TARGETS := \
+	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
+	./protocol:FuzzDecode ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
+	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm
 
-interop: interop-java ## suites against the real Nacos SDKs
+fuzz-smoke: ## each fuzz target briefly (CI)
+	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
+		echo "fuzz $$name ($$pkg) for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name$$" -fuzztime $(FUZZTIME) $$pkg; done
 
-interop-java: build ## real com.alibaba.nacos:nacos-client against bin/nacos-lockd
-	$(MVN) -B -q -f interop/java/pom.xml test -Dnacos.lockd.binary=$(CURDIR)/$(BIN)/nacos-lockd
+fuzz: fuzz-smoke ## same as fuzz-smoke; set FUZZTIME for a longer run
+
+interop: interop-java interop-go ## suites against the real Nacos SDKs (CI)
+
+interop-java: build ## nacos-client 3.0.0, 3.1.1, 3.2.1-2026.03.30 (one Maven reactor) against bin/nacos-lockd
+	$(MVN) $(MVN_FLAGS) -f interop/java/pom.xml test -Dnacos.lockd.binary=$(CURDIR)/$(BIN)/nacos-lockd
+
+interop-go: build ## nacos-sdk-go/v2 v2.3.2 RPC client against bin/nacos-lockd (own module interop/gosdk)
+	cd interop/gosdk && $(GO) vet ./... && NACOS_LOCKD_BINARY=$(CURDIR)/$(BIN)/nacos-lockd $(GO) test -count=1 -timeout 5m ./...
+
+interop-java-33: build ## Gen 2 suite; needs a 3.3.x nacos-client in a local repository (none on Maven Central)
+	$(MVN) $(MVN_FLAGS) -f interop/java/pom.xml test -Pnacos-3.3 -pl versions/v3.3 -Dnacos.lockd.binary=$(CURDIR)/$(BIN)/nacos-lockd $(NACOS33_FLAGS)
+
+interop-nacos: build ## differential run vs a real Nacos 3.1.0 (pig-mesh rebuild); not in CI
+	$(MVN) $(MVN_FLAGS) -q -f interop/nacos-peer/pom.xml package
+	$(MVN) $(MVN_FLAGS) -f interop/java/pom.xml test -Pnacos-diff -pl versions/diff -Dnacos.lockd.binary=$(CURDIR)/$(BIN)/nacos-lockd
+
+nacos-fixtures: ## regenerate compat/testdata/nacos from real Java serialisation (not in CI)
+	$(MVN) -B -q -f interop/nacos-snapshot-fixtures/pom.xml compile exec:exec
 
 proto: ## regenerate protocol/pb with pinned protoc and plugins
 	./protocol/gen.sh
 
 clean: ## remove build output (not ./data)
-	rm -rf $(BIN) interop/java/target
+	rm -rf $(BIN) interop/java/target interop/java/versions/*/target interop/nacos-peer/target interop/nacos-snapshot-fixtures/target

@@ -16,6 +16,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import nacoslockd.interop.support.ClientProcess;
 import nacoslockd.interop.support.LockServices;
 import nacoslockd.interop.support.LockdConfig;
 import nacoslockd.interop.support.LockdServer;
@@ -228,6 +229,133 @@ class Gen2NacosLockTest {
                 Duration.ofMillis(100), () -> probe(other));
         IllegalMonitorStateException e = assertThrows(IllegalMonitorStateException.class, lock::unlock);
         System.out.println("[gen2] unlock after expiry: " + e.getMessage());
+    }
+
+    /** Hold counts go up and down: the lock is free only after as many unlock() as lock(). */
+    @Test
+    void reentrancyCountsUpAndDown() throws Exception {
+        NacosLock lock = service(server).getReentrantLock(key);
+        NacosLock other = service(server).getReentrantLock(key);
+        for (int i = 1; i <= 3; i++) {
+            lock.lock();
+            assertFalse(probe(other), "held " + i + " time(s)");
+        }
+        assertTrue(lock.tryLock(), "tryLock() re-enters too (count 4)");
+        for (int i = 4; i >= 2; i--) {
+            lock.unlock();
+            assertFalse(probe(other), "still held after unlock, count " + (i - 1));
+        }
+        lock.unlock();
+        assertTrue(probe(other), "free after the fourth unlock()");
+        assertThrows(IllegalMonitorStateException.class, lock::unlock, "one unlock() too many");
+    }
+
+    /** Owner = clientId:threadId: another thread of the same client is a different owner. */
+    @Test
+    void anotherThreadOfTheSameClientIsRefused() throws Exception {
+        NacosLockService svc = service(server);
+        NacosLock lock = svc.getReentrantLock(key);
+        lock.lock();
+        assertFalse(threads.submit(() -> lock.tryLock()).get(30, TimeUnit.SECONDS),
+                "same NacosLock, another thread");
+        assertFalse(threads.submit(() -> svc.getReentrantLock(key).tryLock()).get(30, TimeUnit.SECONDS),
+                "same service, another NacosLock, another thread");
+        assertFalse(probe(service(server).getReentrantLock(key)), "another client");
+        lock.unlock();
+        assertTrue(threads.submit(() -> {
+            boolean got = lock.tryLock();
+            if (got) {
+                lock.unlock();
+            }
+            return got;
+        }).get(30, TimeUnit.SECONDS), "another thread gets it after unlock()");
+    }
+
+    /** Three clients block in lock() in a known order; unlock() hands the lock over in that order. */
+    @Test
+    void blockedWaitersAreServedInFifoOrder() throws Exception {
+        NacosLock holder = service(server).getReentrantLock(key);
+        holder.lock();
+        java.util.List<String> order = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+        java.util.List<Future<?>> waiters = new java.util.ArrayList<>();
+        for (String name : new String[] {"w1", "w2", "w3"}) {
+            NacosLock l = service(server).getReentrantLock(key);
+            AtomicReference<Thread> t = new AtomicReference<>();
+            waiters.add(threads.submit(() -> {
+                t.set(Thread.currentThread());
+                l.lock();
+                order.add(name);
+                Thread.sleep(100);
+                l.unlock();
+                return null;
+            }));
+            // w(n) is queued on the server before w(n+1) sends its first ACQUIRE
+            Poll.until(name + " blocks in lock()", Duration.ofSeconds(15), Duration.ofMillis(20), () -> {
+                Thread th = t.get();
+                return th != null && (th.getState() == Thread.State.TIMED_WAITING
+                        || th.getState() == Thread.State.WAITING);
+            });
+            Thread.sleep(300);
+        }
+        long t0 = System.nanoTime();
+        holder.unlock();
+        for (Future<?> f : waiters) {
+            f.get(30, TimeUnit.SECONDS);
+        }
+        long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        System.out.println("[gen2] FIFO hand-over order " + order + " in " + took + " ms");
+        assertEquals(java.util.List.of("w1", "w2", "w3"), order, "hand-over order");
+        assertTrue(took < 3 * (100 + HANDOVER_LIMIT.toMillis()), "three hand-overs took " + took + " ms");
+    }
+
+    /**
+     * The watchdog renews every max(1 s, min(lease/3, 10 s)); with the server's default lease at
+     * 12 s (the client assumes 30 s for expiredTime -1, so it renews every 10 s) the lock stays
+     * held for 25 s, more than two leases.
+     */
+    @Test
+    @LockdConfig({"nacos.lock.default_expire_time=12000", "nacos.lock.expire.scan.interval=200"})
+    void watchdogKeepsTheLockPastItsLease(LockdServer dedicated) throws Exception {
+        NacosLock lock = service(dedicated).getReentrantLock(key);
+        NacosLock other = service(dedicated).getReentrantLock(key);
+        lock.lock();
+        long t0 = System.nanoTime();
+        while (TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - t0) < 25) {
+            assertFalse(probe(other), "refused " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0)
+                    + " ms after lock() with a 12 s lease: the watchdog must keep renewing");
+            Thread.sleep(1000);
+        }
+        lock.unlock();
+        assertTrue(probe(other), "free after unlock()");
+    }
+
+    /** kill -9 of the holder's JVM: the server frees its lock and wakes the blocked waiter. */
+    @Test
+    void killedHolderJvmHandsTheLockToTheWaiter() throws Exception {
+        NacosLock other = service(server).getReentrantLock(key);
+        try (ClientProcess holder = ClientProcess.start(Gen2LockHolderMain.class, server.serverAddr(), key)) {
+            holder.awaitReady(30_000);
+            AtomicReference<Thread> waiter = new AtomicReference<>();
+            CompletableFuture<Long> acquiredAt = new CompletableFuture<>();
+            threads.submit(() -> {
+                waiter.set(Thread.currentThread());
+                other.lock();
+                acquiredAt.complete(System.nanoTime());
+                other.unlock();
+                return null;
+            });
+            Poll.until("the waiter blocks in lock()", Duration.ofSeconds(15), Duration.ofMillis(20), () -> {
+                Thread t = waiter.get();
+                return t != null && (t.getState() == Thread.State.TIMED_WAITING
+                        || t.getState() == Thread.State.WAITING);
+            });
+            Thread.sleep(300);
+            long killedAt = System.nanoTime();
+            holder.kill();
+            long handover = TimeUnit.NANOSECONDS.toMillis(acquiredAt.get(30, TimeUnit.SECONDS) - killedAt);
+            System.out.println("[gen2] waiter acquired " + handover + " ms after kill -9 of the holder JVM");
+            assertTrue(handover < HANDOVER_LIMIT.toMillis() + 2000, "hand-over after kill -9 took " + handover + " ms");
+        }
     }
 
     @Test

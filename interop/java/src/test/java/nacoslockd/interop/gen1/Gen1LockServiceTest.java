@@ -4,14 +4,17 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.alibaba.nacos.api.exception.NacosException;
 import com.alibaba.nacos.api.lock.LockService;
+import com.alibaba.nacos.api.lock.model.LockInstance;
 import com.alibaba.nacos.client.lock.core.NLock;
 import com.alibaba.nacos.client.lock.core.NLockFactory;
 import java.time.Duration;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import nacoslockd.interop.support.ClientProcess;
+import nacoslockd.interop.support.Gen1LockHolderMain;
 import nacoslockd.interop.support.LockServices;
-import nacoslockd.interop.support.LockdConfig;
 import nacoslockd.interop.support.LockdServer;
 import nacoslockd.interop.support.LockdTest;
 import nacoslockd.interop.support.Poll;
@@ -54,17 +57,8 @@ class Gen1LockServiceTest {
         clients.close();
     }
 
-    /** lock() that turns the client's local "no lock ability" refusal into a clear failure. */
     static boolean lock(LockService s, NLock lock) throws Exception {
-        try {
-            return s.lock(lock);
-        } catch (Exception e) {
-            if (String.valueOf(e.getMessage()).contains("version is too low")) {
-                throw new AssertionError("lock ability negotiation failed: the client did not get"
-                        + " {\"lock\":true} in SetupAckRequest (or had no connection)", e);
-            }
-            throw e;
-        }
+        return Gen1.lock(s, lock);
     }
 
     @Test
@@ -131,21 +125,6 @@ class Gen1LockServiceTest {
         assertTrue(s2.unLock(NLockFactory.getLock(key)));
     }
 
-    /** expiredTime -1 (getLock(key)) means the server's nacos.lock.default_expire_time. */
-    @Test
-    @LockdConfig({"nacos.lock.default_expire_time=2000", "nacos.lock.expire.scan.interval=200"})
-    void defaultLeaseComesFromServerConfig(LockdServer dedicated) throws Exception {
-        LockService s1 = clients.create(dedicated);
-        LockService s2 = clients.create(dedicated);
-        long t0 = System.nanoTime();
-        assertTrue(lock(s1, NLockFactory.getLock(key)), "lock with expiredTime -1");
-        Poll.until("s2 acquires after the 2000 ms default lease", Duration.ofSeconds(10), Duration.ofMillis(100),
-                () -> lock(s2, NLockFactory.getLock(key)));
-        long took = elapsedMs(t0);
-        System.out.println("[gen1] 2000 ms default lease: other service acquired after " + took + " ms");
-        assertTrue(took >= 2000, "acquired after " + took + " ms, before the 2000 ms default lease ended");
-    }
-
     /** nacos-lockd frees a connection's NACOS_LOCK locks when it closes (disconnect_grace_ms 0). */
     @Test
     void holderShutdownFreesLock() throws Exception {
@@ -158,6 +137,24 @@ class Gen1LockServiceTest {
         Poll.until("s2 acquires after s1's connection closed", Duration.ofSeconds(15), Duration.ofMillis(100),
                 () -> lock(s2, NLockFactory.getLock(key)));
         System.out.println("[gen1] lock freed " + elapsedMs(t0) + " ms after the holder's shutdown()");
+    }
+
+    /**
+     * The holder's JVM dies (kill -9, no shutdown()): the server sees its connection end and
+     * frees its NACOS_LOCK locks long before their 60 s lease.
+     */
+    @Test
+    void holderJvmKilledFreesLock() throws Exception {
+        LockService s2 = clients.create(server);
+        try (ClientProcess holder = ClientProcess.start(Gen1LockHolderMain.class, server.serverAddr(), key, "60000")) {
+            holder.awaitReady(30_000);
+            assertFalse(lock(s2, NLockFactory.getLock(key)), "held by the child JVM");
+            long t0 = System.nanoTime();
+            holder.kill();
+            Poll.until("s2 acquires after the holder JVM was killed", Duration.ofSeconds(15), Duration.ofMillis(50),
+                    () -> lock(s2, NLockFactory.getLock(key)));
+            System.out.println("[gen1] lock freed " + elapsedMs(t0) + " ms after kill -9 of the holder JVM");
+        }
     }
 
     @Test
@@ -174,6 +171,69 @@ class Gen1LockServiceTest {
             }
         }
         assertEquals(20, refused, "every key is held by its first owner");
+    }
+
+    /**
+     * remoteTryLock/remoteReleaseLock (on LockService since 3.0.0) send ACQUIRE/RELEASE with the
+     * given instance directly; same outcomes as lock/unLock.
+     */
+    @Test
+    void remoteTryLockAndRemoteReleaseLock() throws Exception {
+        LockService s1 = clients.create(server);
+        LockService s2 = clients.create(server);
+        assertTrue(s1.remoteTryLock(NLockFactory.getLock(key, 30000L)), "remoteTryLock on a free key");
+        assertFalse(s2.remoteTryLock(NLockFactory.getLock(key)), "remoteTryLock from another LockService");
+        assertFalse(lock(s2, NLockFactory.getLock(key)), "lock() from another LockService");
+        assertFalse(s2.remoteReleaseLock(NLockFactory.getLock(key)), "remoteReleaseLock by a non-holder");
+        assertTrue(s1.remoteReleaseLock(NLockFactory.getLock(key)), "remoteReleaseLock by the holder");
+        assertFalse(s1.remoteReleaseLock(NLockFactory.getLock(key)), "second remoteReleaseLock: nothing held");
+        assertTrue(s2.remoteTryLock(NLockFactory.getLock(key)), "free again for s2");
+        assertTrue(s2.unLock(NLockFactory.getLock(key)), "unLock() releases what remoteTryLock took");
+    }
+
+    /**
+     * LockService.lock(i)/unLock(i) call i.lock(service)/i.unLock(service), which call
+     * remoteTryLock/remoteReleaseLock: a LockInstance subclass can wrap them. remoteTryLock
+     * bypasses the instance's hook.
+     */
+    @Test
+    void lockDelegatesToTheInstanceAndRemoteTryLockDoesNot() throws Exception {
+        LockService s1 = clients.create(server);
+        LockService s2 = clients.create(server);
+        AtomicInteger hooks = new AtomicInteger();
+        class CountingLock extends LockInstance {
+            CountingLock(String k) {
+                super(k, 30000L, "NACOS_LOCK");
+            }
+
+            @Override
+            public Boolean lock(LockService service) throws NacosException {
+                hooks.incrementAndGet();
+                return super.lock(service);
+            }
+
+            @Override
+            public Boolean unLock(LockService service) throws NacosException {
+                hooks.incrementAndGet();
+                return super.unLock(service);
+            }
+        }
+        assertTrue(s1.lock(new CountingLock(key)), "lock() through the subclass");
+        assertEquals(1, hooks.get(), "lock() went through LockInstance.lock(LockService)");
+        assertFalse(s2.remoteTryLock(new CountingLock(key)), "held by s1");
+        assertEquals(1, hooks.get(), "remoteTryLock() bypasses the instance hook");
+        assertTrue(s1.unLock(new CountingLock(key)), "unLock() through the subclass");
+        assertEquals(2, hooks.get(), "unLock() went through LockInstance.unLock(LockService)");
+
+        // a hook that answers locally: nothing reaches the server
+        LockInstance local = new LockInstance(key, 30000L, "NACOS_LOCK") {
+            @Override
+            public Boolean lock(LockService service) {
+                return Boolean.TRUE;
+            }
+        };
+        assertTrue(s1.lock(local), "answered by the instance");
+        assertTrue(lock(s2, NLockFactory.getLock(key)), "the server never saw s1's local 'lock'");
     }
 
     private static long elapsedMs(long t0) {

@@ -23,7 +23,18 @@ public final class LockServices implements AutoCloseable {
     }
 
     public LockService create(LockdServer server) throws NacosException {
-        LockService s = NacosLockFactory.createLockService(properties(server));
+        return create(properties(server));
+    }
+
+    /** A LockService whose serverAddr lists every given server, in this order. */
+    public LockService create(LockdServer... servers) throws NacosException {
+        Properties p = new Properties();
+        p.put("serverAddr", String.join(",", java.util.Arrays.stream(servers).map(LockdServer::serverAddr).toList()));
+        return create(p);
+    }
+
+    public LockService create(Properties p) throws NacosException {
+        LockService s = NacosLockFactory.createLockService(p);
         services.add(s);
         return s;
     }

@@ -42,7 +42,7 @@ public final class LockdServer {
 
     private static final String READY_MARKER = "\"message\":\"nacos-lockd ready\"";
 
-    private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
+    private static final Duration READY_TIMEOUT = Duration.ofSeconds(30);
 
     private static final Duration STOP_TIMEOUT = Duration.ofSeconds(10);
 
@@ -65,6 +65,8 @@ public final class LockdServer {
     private long stopMillis = -1;
 
     private boolean ready;
+
+    private int restarts;
 
     public LockdServer(String name, Map<String, String> config) {
         this.name = name.replaceAll("[^A-Za-z0-9._-]", "_");
@@ -101,46 +103,83 @@ public final class LockdServer {
 
     /** Starts the process and waits until it logged the ready line. Retries on port clashes. */
     public void start() throws IOException, InterruptedException {
-        Path bin = binary();
+        binary();
         Path work = workDir();
-        Path logs = Files.createDirectories(work.resolve("logs"));
         Path data = Files.createDirectories(work.resolve("data"));
         IllegalStateException last = null;
         for (int attempt = 1; attempt <= 3; attempt++) {
             String id = name + "-" + SEQUENCE.incrementAndGet();
             port = pickPort();
             dataDir = Files.createTempDirectory(data, id + "-");
-            logFile = logs.resolve(id + ".stderr.log");
-            List<String> cmd = new ArrayList<>(List.of(bin.toString(), "--port", String.valueOf(port),
-                    "--data-dir", dataDir.toString()));
-            if (!config.isEmpty()) {
-                Path cfg = logs.resolve(id + ".properties");
-                Properties props = new Properties();
-                props.putAll(config);
-                try (var out = Files.newOutputStream(cfg)) {
-                    props.store(out, "nacos-lockd config for " + id);
-                }
-                cmd.add("--config");
-                cmd.add(cfg.toString());
-            }
-            process = new ProcessBuilder(cmd).redirectOutput(logs.resolve(id + ".stdout.log").toFile())
-                    .redirectError(logFile.toFile()).start();
-            exitCode = null;
             try {
-                awaitReady();
-                ready = true;
+                launch(id);
                 return;
             } catch (IllegalStateException e) {
                 last = e;
                 forceStop();
-                String log = readLog();
-                boolean portClash = log.contains("address already in use");
-                if (!portClash) {
+                if (!readLog().contains("address already in use")) {
                     throw e;
                 }
             }
         }
         throw last;
+    }
+
+    /**
+     * Stops the process (SIGTERM, or SIGKILL when {@code kill}) and starts it again on the same
+     * ports and data dir; returns the exit code of the stopped process. Clients keep their
+     * {@link #serverAddr()}. Fails if the old ports are no longer free.
+     */
+    public int restart(boolean kill) throws IOException, InterruptedException {
+        int code;
+        if (kill) {
+            forceStop();
+            code = exitCode;
+        } else {
+            code = stop();
+        }
+        restarts++;
+        launch(name + "-" + SEQUENCE.incrementAndGet() + "-restart" + restarts);
+        return code;
+    }
+
+    /** Starts a stopped server again on the same ports and data dir. */
+    public void startAgain() throws IOException, InterruptedException {
+        if (isAlive()) {
+            throw new IllegalStateException(name + " is still running");
+        }
+        restarts++;
+        launch(name + "-" + SEQUENCE.incrementAndGet() + "-restart" + restarts);
+    }
+
+    /** SIGKILL (kill -9) now; returns the exit code. */
+    public int kill() throws InterruptedException {
+        forceStop();
+        return exitCode;
+    }
+
+    private void launch(String id) throws IOException, InterruptedException {
+        Path work = workDir();
+        Path logs = Files.createDirectories(work.resolve("logs"));
+        logFile = logs.resolve(id + ".stderr.log");
+        List<String> cmd = new ArrayList<>(List.of(binary().toString(), "--port", String.valueOf(port),
+                "--data-dir", dataDir.toString()));
+        if (!config.isEmpty()) {
+            Path cfg = logs.resolve(id + ".properties");
+            Properties props = new Properties();
+            props.putAll(config);
+            try (var out = Files.newOutputStream(cfg)) {
+                props.store(out, "nacos-lockd config for " + id);
+            }
+            cmd.add("--config");
+            cmd.add(cfg.toString());
+        }
+        process = new ProcessBuilder(cmd).redirectOutput(logs.resolve(id + ".stdout.log").toFile())
+                .redirectError(logFile.toFile()).start();
+        exitCode = null;
+        ready = false;
+        awaitReady();
+        ready = true;
     }
 
     private void awaitReady() throws IOException, InterruptedException {
@@ -156,9 +195,20 @@ public final class LockdServer {
             }
             Thread.sleep(50);
         }
+        dumpGoroutines();
         throw new IllegalStateException("nacos-lockd did not log \"nacos-lockd ready\" within "
                 + READY_TIMEOUT.toSeconds() + " s (port " + port + "). Its stderr (" + logFile + "):\n"
                 + readLog());
+    }
+
+    /** SIGQUIT makes a Go program print every goroutine's stack to stderr and exit. */
+    private void dumpGoroutines() throws InterruptedException {
+        try {
+            new ProcessBuilder("kill", "-QUIT", String.valueOf(process.pid())).inheritIO().start().waitFor();
+            process.waitFor(3, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            // best effort
+        }
     }
 
     /** SIGTERM, wait up to 10 s, then SIGKILL. Returns the exit code. Idempotent. */
@@ -183,6 +233,9 @@ public final class LockdServer {
     }
 
     private void forceStop() throws InterruptedException {
+        if (process == null) {
+            return;
+        }
         process.destroyForcibly();
         process.waitFor(STOP_TIMEOUT.toMillis(), TimeUnit.MILLISECONDS);
         exitCode = process.isAlive() ? -1 : process.exitValue();
@@ -207,6 +260,12 @@ public final class LockdServer {
 
     public boolean isAlive() {
         return process != null && process.isAlive();
+    }
+
+    /** Connection ids from this process's "connection registered" log lines, oldest first. */
+    public List<String> registeredConnectionIds() throws IOException {
+        return logLines("\"message\":\"connection registered\"").stream()
+                .map(l -> l.replaceAll(".*\"conn_id\":\"([^\"]*)\".*", "$1")).toList();
     }
 
     /** Main (Nacos) port P. Nothing listens on it; the client derives P+1000 from it. */
@@ -258,7 +317,7 @@ public final class LockdServer {
     }
 
     /** A random P in [11000, 31000) with P-1000, P and P+1000 free on all interfaces. */
-    static int pickPort() throws IOException {
+    public static int pickPort() throws IOException {
         for (int i = 0; i < 200; i++) {
             int p = ThreadLocalRandom.current().nextInt(11000, 31000);
             if (free(p + RAFT_PORT_OFFSET) && free(p) && free(p + GRPC_PORT_OFFSET)) {
