@@ -38,7 +38,8 @@ test-go: ## Go unit, gateway, process and cluster tests, race detector on
 FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
 	./protocol:FuzzDecode ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
-	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm
+	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
+	./gateway:FuzzLockRequest
 
 fuzz-smoke: ## each fuzz target briefly (CI)
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

@@ -13,6 +13,11 @@ const (
 	// PropAuthUsersFile is the JSON users file (nacos-lockd); default
 	// <data-dir>/users.json.
 	PropAuthUsersFile = "nacos.lock.auth.users_file"
+	// Nacos's server identity: a header name and value that cluster members
+	// send each other. With auth on, a request carrying it may join a node
+	// to the cluster.
+	PropServerIdentityKey   = "nacos.core.auth.server.identity.key"
+	PropServerIdentityValue = "nacos.core.auth.server.identity.value"
 
 	DefaultAuthTokenExpireSeconds = 18000
 )

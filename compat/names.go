@@ -32,6 +32,13 @@ const (
 	PropLockMaxKeyLength = "nacos.lock.max_key_length"
 	// PropLockMaxOwnerLength caps a lock owner, in bytes (nacos-lockd).
 	PropLockMaxOwnerLength = "nacos.lock.max_owner_length"
+	// Limits (nacos-lockd): bytes of a request's params JSON, registered
+	// connections in total and per peer IP, lock requests per second per
+	// connection.
+	PropLockMaxParamsBytes       = "nacos.lock.max_params_bytes"
+	PropLockMaxConnections       = "nacos.lock.max_connections"
+	PropLockMaxConnectionsPerIP  = "nacos.lock.max_connections_per_ip"
+	PropLockMaxRequestsPerSecond = "nacos.lock.max_requests_per_second"
 	// PropLockRequestTimeout is how long, in ms, a lock request may wait for
 	// Raft (nacos-lockd).
 	PropLockRequestTimeout = "nacos.lock.request_timeout"
@@ -56,14 +63,18 @@ const (
 	// single node, which only its own host needs to reach.
 	DefaultIPAddress = "127.0.0.1"
 
-	DefaultLockDefaultExpireMs  = 30_000
-	DefaultLockMaxExpireMs      = 1_800_000
-	DefaultLockScanIntervalMs   = 1_000
-	DefaultLockDisconnectMs     = 0
-	DefaultLockMaxWaitMs        = 1_800_000
-	DefaultLockMaxKeyLength     = 4096
-	DefaultLockMaxOwnerLength   = 1024
-	DefaultLockRequestTimeoutMs = 2_500
-	DefaultLockNodeGraceMs      = 15_000
-	DefaultRaftSnapshotEntries  = 10_000
+	DefaultLockDefaultExpireMs      = 30_000
+	DefaultLockMaxExpireMs          = 1_800_000
+	DefaultLockScanIntervalMs       = 1_000
+	DefaultLockDisconnectMs         = 0
+	DefaultLockMaxWaitMs            = 1_800_000
+	DefaultLockMaxKeyLength         = 4096
+	DefaultLockMaxOwnerLength       = 1024
+	DefaultLockRequestTimeoutMs     = 2_500
+	DefaultLockNodeGraceMs          = 15_000
+	DefaultLockMaxParamsBytes       = 4096
+	DefaultLockMaxConnections       = 10_000
+	DefaultLockMaxConnectionsPerIP  = 256
+	DefaultLockMaxRequestsPerSecond = 2000
+	DefaultRaftSnapshotEntries      = 10_000
 )

@@ -16,6 +16,10 @@ type LockSettings struct {
 	MaxWaitMs         int64 // PropLockMaxWaitTime
 	MaxKeyLength      int   // PropLockMaxKeyLength
 	MaxOwnerLength    int   // PropLockMaxOwnerLength
+	MaxParamsBytes    int   // PropLockMaxParamsBytes
+	MaxConnections    int   // PropLockMaxConnections
+	MaxConnsPerIP     int   // PropLockMaxConnectionsPerIP
+	MaxRequestsPerSec int   // PropLockMaxRequestsPerSecond
 	RequestTimeoutMs  int64 // PropLockRequestTimeout
 	NodeGraceMs       int64 // PropLockNodeGrace
 	SnapshotEntries   int64 // PropRaftSnapshotEntries
@@ -45,6 +49,10 @@ func DefaultLockSettings() LockSettings {
 		MaxWaitMs:         DefaultLockMaxWaitMs,
 		MaxKeyLength:      DefaultLockMaxKeyLength,
 		MaxOwnerLength:    DefaultLockMaxOwnerLength,
+		MaxParamsBytes:    DefaultLockMaxParamsBytes,
+		MaxConnections:    DefaultLockMaxConnections,
+		MaxConnsPerIP:     DefaultLockMaxConnectionsPerIP,
+		MaxRequestsPerSec: DefaultLockMaxRequestsPerSecond,
 		RequestTimeoutMs:  DefaultLockRequestTimeoutMs,
 		NodeGraceMs:       DefaultLockNodeGraceMs,
 		SnapshotEntries:   DefaultRaftSnapshotEntries,
@@ -80,6 +88,10 @@ func LockSettingsFrom(p Properties) (LockSettings, error) {
 	readInt64(PropLockMaxWaitTime, &s.MaxWaitMs)
 	readInt(PropLockMaxKeyLength, &s.MaxKeyLength)
 	readInt(PropLockMaxOwnerLength, &s.MaxOwnerLength)
+	readInt(PropLockMaxParamsBytes, &s.MaxParamsBytes)
+	readInt(PropLockMaxConnections, &s.MaxConnections)
+	readInt(PropLockMaxConnectionsPerIP, &s.MaxConnsPerIP)
+	readInt(PropLockMaxRequestsPerSecond, &s.MaxRequestsPerSec)
 	readInt64(PropLockRequestTimeout, &s.RequestTimeoutMs)
 	readInt64(PropLockNodeGrace, &s.NodeGraceMs)
 	readInt64(PropRaftSnapshotEntries, &s.SnapshotEntries)
@@ -124,6 +136,10 @@ func (s LockSettings) validate(p Properties) error {
 	// No upper bound of our own: the gateway's message size limit caps what
 	// a client can send anyway.
 	between(PropLockMaxOwnerLength, int64(s.MaxOwnerLength), 1, 1<<31-1)
+	between(PropLockMaxParamsBytes, int64(s.MaxParamsBytes), 0, 1<<24)
+	between(PropLockMaxConnections, int64(s.MaxConnections), 1, 1<<24)
+	between(PropLockMaxConnectionsPerIP, int64(s.MaxConnsPerIP), 1, 1<<24)
+	between(PropLockMaxRequestsPerSecond, int64(s.MaxRequestsPerSec), 1, 1<<30)
 	between(PropLockRequestTimeout, s.RequestTimeoutMs, 1, MaxMillis)
 	between(PropLockNodeGrace, s.NodeGraceMs, 1, MaxMillis)
 	between(PropRaftSnapshotEntries, s.SnapshotEntries, 10, 1<<40)

@@ -94,6 +94,7 @@ func TestLockSettingsDefaults(t *testing.T) {
 		DefaultLeaseMs: 30000, MaxLeaseMs: 1800000, ScanIntervalMs: 1000, DisconnectGraceMs: 0,
 		MaxWaitMs: 1800000, MaxKeyLength: 4096, MaxOwnerLength: 1024, RequestTimeoutMs: 2500,
 		NodeGraceMs: 15000, SnapshotEntries: 10000,
+		MaxParamsBytes: 4096, MaxConnections: 10000, MaxConnsPerIP: 256, MaxRequestsPerSec: 2000,
 	}
 	if got != want || DefaultLockSettings() != want {
 		t.Fatalf("defaults = %+v / %+v, want %+v", got, DefaultLockSettings(), want)
@@ -123,6 +124,7 @@ func TestLockSettingsFrom(t *testing.T) {
 		DefaultLeaseMs: 10000, MaxLeaseMs: 60000, ScanIntervalMs: 250, DisconnectGraceMs: 15000,
 		MaxWaitMs: 120000, MaxKeyLength: 512, MaxOwnerLength: 256, RequestTimeoutMs: 3000,
 		NodeGraceMs: 4000, SnapshotEntries: 10000,
+		MaxParamsBytes: 4096, MaxConnections: 10000, MaxConnsPerIP: 256, MaxRequestsPerSec: 2000,
 	}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"time"
@@ -31,6 +32,16 @@ type Config struct {
 	RequestTimeout  time.Duration // nacos.lock.request_timeout, 2.5s
 	MaxKeyLength    int           // nacos.lock.max_key_length, 4096 bytes
 	MaxOwnerLength  int           // nacos.lock.max_owner_length, 1024 bytes
+	MaxParamsBytes  int           // nacos.lock.max_params_bytes, 4096 bytes of params JSON
+
+	// Connection and rate limits: exceeding one never affects other clients.
+	MaxConnections      int     // nacos.lock.max_connections, 10000 registered connections
+	MaxConnectionsPerIP int     // nacos.lock.max_connections_per_ip, 256 per peer IP
+	RequestsPerSecond   float64 // nacos.lock.max_requests_per_second, 2000 lock requests/s per connection
+
+	// TLS, when set, makes the SDK port serve TLS only (with client
+	// certificates checked if the config asks for them).
+	TLS *tls.Config
 
 	// MaxMessageSize bounds one gRPC message; the Java client's own limit
 	// is 10 MiB, so larger would never be answered anyway. Default 10 MiB.
@@ -43,6 +54,9 @@ type Config struct {
 	PushTimeout time.Duration
 	// ShutdownGrace bounds graceful shutdown: resets, then draining. Default 5s.
 	ShutdownGrace time.Duration
+	// SetupTimeout bounds how long a new stream may take to send its
+	// ConnectionSetupRequest (the Java client sends it at once). Default 10s.
+	SetupTimeout time.Duration
 
 	// PeerAlive reports whether another node (by the node id its
 	// connection ids end with) answers now; nil in a single-node setup.
@@ -76,6 +90,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RequestTimeout, 2500*time.Millisecond)
 	def(&c.PushTimeout, 3*time.Second)
 	def(&c.ShutdownGrace, 5*time.Second)
+	def(&c.SetupTimeout, 10*time.Second)
 	def(&c.NodeGrace, 15*time.Second)
 	def(&c.NodeCheckInterval, time.Second)
 	if c.MaxKeyLength == 0 {
@@ -83,6 +98,18 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOwnerLength == 0 {
 		c.MaxOwnerLength = 1024
+	}
+	if c.MaxParamsBytes == 0 {
+		c.MaxParamsBytes = 4096
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = 10000
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = 256
+	}
+	if c.RequestsPerSecond == 0 {
+		c.RequestsPerSecond = 2000
 	}
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = 10 << 20
@@ -114,8 +141,8 @@ func (c Config) Validate() error {
 	if c.DisconnectGrace < 0 {
 		errs = append(errs, fmt.Errorf("gateway: disconnect grace must not be negative, got %v", c.DisconnectGrace))
 	}
-	if c.MaxKeyLength < 0 || c.MaxOwnerLength < 0 {
-		errs = append(errs, errors.New("gateway: key and owner length limits must not be negative"))
+	if c.MaxKeyLength < 0 || c.MaxOwnerLength < 0 || c.MaxParamsBytes < 0 || c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 || c.RequestsPerSecond < 0 {
+		errs = append(errs, errors.New("gateway: limits must not be negative"))
 	}
 	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc/stats"
 
 	"nacos-lockd/protocol"
@@ -29,7 +30,11 @@ type conn struct {
 	ended      bool   // unregistered for good
 	clientIP   string // metadata.clientIp of the setup request
 	version    string
+	app        string                           // the AppName label
+	since      time.Time                        // when the transport was accepted
 	pending    map[string]chan protocol.Message // push replies awaited, by requestId
+
+	limiter *rate.Limiter // lock requests per second
 
 	sendq  chan *pb.Payload // pushes for the stream writer; bounded
 	done   chan struct{}    // closed when we drop the connection
@@ -135,18 +140,40 @@ func (c *conn) isRegistered() bool {
 type registry struct {
 	mu    sync.RWMutex
 	conns map[string]*conn
+	perIP map[string]int // registered connections per peer IP (the TCP peer, not the client's claim)
 }
 
-func (r *registry) add(c *conn) {
+// admit registers c unless a connection limit says no; it returns which.
+func (r *registry) admit(c *conn, maxTotal, maxPerIP int) string {
 	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.conns) >= maxTotal {
+		return "connections"
+	}
+	ip := peerIP(c.remote)
+	if r.perIP[ip] >= maxPerIP {
+		return "connections_per_ip"
+	}
+	r.perIP[ip]++
 	r.conns[c.id] = c
-	r.mu.Unlock()
+	return ""
+}
+
+func peerIP(remote string) string {
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return remote
 }
 
 func (r *registry) remove(c *conn) {
 	r.mu.Lock()
 	if r.conns[c.id] == c {
 		delete(r.conns, c.id)
+		ip := peerIP(c.remote)
+		if r.perIP[ip]--; r.perIP[ip] <= 0 {
+			delete(r.perIP, ip)
+		}
 	}
 	r.mu.Unlock()
 }

@@ -45,6 +45,17 @@ func writeFailure(op protocol.LockOp) string {
 func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol.LockOperationRequest) *protocol.LockOperationResponse {
 	start := time.Now()
 	nacosOp := nacosOpOf(req.LockOperationEnum)
+	if !c.limiter.Allow() {
+		// Nacos's OVER_THRESHOLD, but in the lock response type: an
+		// ErrorResponse would make the client resend at once.
+		s.m.limited("requests_per_second")
+		s.m.request("invalid", "limited", time.Since(start), nacosOp)
+		msg := fmt.Sprintf("Too many lock requests on this connection: the limit is %g per second", s.cfg.RequestsPerSecond)
+		return protocol.NewLockOperationResponse(
+			protocol.Failure(protocol.CodeFailure, protocol.CodeOverThreshold, msg),
+			protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: msg},
+		)
+	}
 	var user auth.User
 	if s.cfg.Auth != nil {
 		// As Nacos's auth filter, identity is checked before anything else.
@@ -127,6 +138,9 @@ func (s *Server) command(c *conn, req *protocol.LockOperationRequest) (statemach
 	}
 	if n := len(*li.Key); n > s.cfg.MaxKeyLength {
 		return statemachine.Command{}, fmt.Sprintf("Lock key is %d bytes, longer than the limit of %d bytes", n, s.cfg.MaxKeyLength)
+	}
+	if n := len(li.Params); n > s.cfg.MaxParamsBytes {
+		return statemachine.Command{}, fmt.Sprintf("Lock params are %d bytes, more than the limit of %d bytes", n, s.cfg.MaxParamsBytes)
 	}
 	owner := li.Owner
 	if n := len(owner); n > s.cfg.MaxOwnerLength {

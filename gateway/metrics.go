@@ -13,7 +13,8 @@ import (
 // connection ids, IPs, params or tokens.
 var (
 	opLabels     = []string{"acquire", "release", "renew", "cancel_wait", "invalid"}
-	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "unavailable", "error"}
+	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "limited", "unavailable", "error"}
+	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second"}
 	pushLabels   = []string{"lock_notification", "connect_reset"}
 )
 
@@ -32,6 +33,7 @@ type metrics struct {
 	endings     *prometheus.CounterVec // how holds end: release, expiry
 	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
 	authFails   *prometheus.CounterVec // reason: unauthenticated, forbidden
+	limits      *prometheus.CounterVec // limit
 
 	// Nacos's own series, so existing Nacos dashboards keep working.
 	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
@@ -86,6 +88,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_connection_cleanups_total", Help: "CLEANUP_CONNECTION commands committed, by why they were proposed."}, []string{"reason"}),
 		authFails: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_auth_failures_total", Help: "Lock requests refused by auth: no valid token, or no permission for the key."}, []string{"reason"}),
+		limits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_limit_rejections_total", Help: "Connections and requests refused by a configured limit."}, []string{"limit"}),
 		nacosRt: prometheus.NewSummary(prometheus.SummaryOpts{
 			Name: "nacos_timer_seconds", Help: "Nacos lockHandlerRt: lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
 		nacosRtMax: prometheus.NewGauge(prometheus.GaugeOpts{
@@ -96,7 +100,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		held:        map[waitKey]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.authFails, m.nacosRt, m.nacosRtMax)
+		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax)
 	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_monitor", Help: nacosMonitorHelp,
@@ -120,6 +124,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	for _, r := range []string{"unauthenticated", "forbidden"} {
 		m.authFails.WithLabelValues(r)
+	}
+	for _, l := range limitLabels {
+		m.limits.WithLabelValues(l)
 	}
 	return m
 }
@@ -286,5 +293,11 @@ func (m *metrics) cleanup(reason string) {
 func (m *metrics) authFailure(reason string) {
 	if m != nil {
 		m.authFails.WithLabelValues(reason).Inc()
+	}
+}
+
+func (m *metrics) limited(limit string) {
+	if m != nil {
+		m.limits.WithLabelValues(limit).Inc()
 	}
 }

@@ -98,6 +98,7 @@ func checkLabels(t *testing.T, reg *prometheus.Registry) {
 		"op":     append(slices.Clone(opLabels), "ACQUIRE", "RELEASE", "RENEW", "CANCEL_WAIT", "EXPIRE", "CLEANUP_CONNECTION"),
 		"result": append(slices.Clone(resultLabels), "sent", "failed"),
 		"type":   pushLabels,
+		"limit":  limitLabels,
 		"cause":  {"release", "expiry"},
 		"reason": {"disconnect", "node_down", "unauthenticated", "forbidden"},
 		"module": {"lock"},

@@ -10,8 +10,12 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/time/rate"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/keepalive"
+	"google.golang.org/grpc/status"
 
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
@@ -53,7 +57,7 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 		cfg:  cfg.withDefaults(),
 		m:    newMetrics(cfg.Metrics),
 		log:  log.With().Str("component", "gateway").Logger(),
-		reg:  registry{conns: make(map[string]*conn)},
+		reg:  registry{conns: make(map[string]*conn), perIP: make(map[string]int)},
 		now:  time.Now,
 		stop: make(chan struct{}),
 	}, nil
@@ -65,7 +69,7 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 // clean shutdown.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) error {
 	s.table = table
-	gs := grpc.NewServer(
+	opts := []grpc.ServerOption{
 		grpc.StatsHandler(connTracker{s}),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageSize),
@@ -73,7 +77,11 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
 		// The Java client pings every 6 minutes; allow anything sane.
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-	)
+	}
+	if s.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
+	}
+	gs := grpc.NewServer(opts...)
 	pb.RegisterRequestServer(gs, s)
 	pb.RegisterBiRequestStreamServer(gs, s)
 
@@ -189,6 +197,8 @@ func (s *Server) newConn(remote net.Addr) *conn {
 	return &conn{
 		id:      id,
 		remote:  addr,
+		since:   s.now(),
+		limiter: rate.NewLimiter(rate.Limit(s.cfg.RequestsPerSecond), max(1, int(s.cfg.RequestsPerSecond))),
 		log:     s.log.With().Str("conn_id", id).Logger(),
 		pending: make(map[string]chan protocol.Message),
 		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
@@ -277,9 +287,10 @@ func (s *Server) RequestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.
 	if c == nil {
 		return errors.New("gateway: stream without a tracked connection")
 	}
-	first, err := stream.Recv()
+	first, err := recvWithin(stream, s.cfg.SetupTimeout)
 	if err != nil {
-		return nil // the client left before saying anything
+		c.log.Debug().Err(err).Msg("no connection setup on the stream")
+		return status.Error(codes.DeadlineExceeded, "expected ConnectionSetupRequest")
 	}
 	msg, err := protocol.Decode(first)
 	setup, ok := msg.(*protocol.ConnectionSetupRequest)
@@ -288,7 +299,7 @@ func (s *Server) RequestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.
 		return errors.New("expected ConnectionSetupRequest")
 	}
 	if !s.register(c, first, setup) {
-		return errors.New("connection cannot be registered")
+		return status.Error(codes.ResourceExhausted, "connection refused: server connection limit reached")
 	}
 	defer s.unregister(c, "stream closed")
 
@@ -362,8 +373,16 @@ func (s *Server) register(c *conn, p *pb.Payload, setup *protocol.ConnectionSetu
 	c.registered = true
 	c.clientIP = p.GetMetadata().GetClientIp()
 	c.version = setup.ClientVersion
+	c.app = setup.Labels["AppName"]
 	c.mu.Unlock()
-	s.reg.add(c)
+	if limit := s.reg.admit(c, s.cfg.MaxConnections, s.cfg.MaxConnectionsPerIP); limit != "" {
+		c.mu.Lock()
+		c.registered = false
+		c.mu.Unlock()
+		s.m.limited(limit)
+		c.log.Warn().Str("limit", limit).Str("remote", c.remote).Msg("connection refused by a limit")
+		return false
+	}
 	s.m.connOpen()
 	c.log.Info().Str("remote", c.remote).Str("client_ip", c.clientIP).Str("version", c.version).
 		Str("app", setup.Labels["AppName"]).Msg("connection registered")
@@ -422,5 +441,28 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 			continue
 		}
 		s.m.grantPushed(n.Token)
+	}
+}
+
+// recvWithin reads the first stream message, giving up after d: a stream
+// that never says who it is must not hold a goroutine forever. (On
+// timeout the handler returns, which ends the stream and unblocks Recv.)
+func recvWithin(stream grpc.BidiStreamingServer[pb.Payload, pb.Payload], d time.Duration) (*pb.Payload, error) {
+	type result struct {
+		p   *pb.Payload
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		p, err := stream.Recv()
+		ch <- result{p, err}
+	}()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.p, r.err
+	case <-t.C:
+		return nil, errors.New("timed out waiting for ConnectionSetupRequest")
 	}
 }

@@ -233,7 +233,13 @@ func TestLockValidation(t *testing.T) {
 		})
 	}
 	t.Run("a 5 MB key", func(t *testing.T) {
-		r := lockCall(t, c, protocol.OpAcquire, gen1(strings.Repeat("x", 5<<20), 1000))
+		// Generous: 5 MB through JSON under the race detector on a busy box.
+		ctx, cancel := client.Timeout(60 * time.Second)
+		defer cancel()
+		r, err := c.Lock(ctx, protocol.OpAcquire, gen1(strings.Repeat("x", 5<<20), 1000))
+		if err != nil {
+			t.Fatal(err)
+		}
 		if r.ResultCode != 500 || !strings.Contains(r.Message, "5242880 bytes") {
 			t.Fatalf("got %d %q", r.ResultCode, r.Message)
 		}

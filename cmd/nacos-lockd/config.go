@@ -24,7 +24,9 @@ type config struct {
 	logFormat   string
 	lock        compat.LockSettings
 	auth        compat.AuthSettings
-	importNacos string // a Nacos lock snapshot to import into an empty data dir first
+	tls         compat.TLSSettings
+	identity    [2]string // nacos.core.auth.server.identity.key/value: lets nodes join a cluster with auth on
+	importNacos string    // a Nacos lock snapshot to import into an empty data dir first
 }
 
 func (c config) mode() string {
@@ -120,6 +122,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if cfg.auth, err = compat.AuthSettingsFrom(props); err != nil {
 		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
 	}
+	if cfg.tls, err = compat.TLSSettingsFrom(props); err != nil {
+		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+	}
+	cfg.identity = [2]string{props.String(compat.PropServerIdentityKey, ""), props.String(compat.PropServerIdentityValue, "")}
 	mainPort := *port
 	if p, present, err := compat.ServerPort(props); err != nil {
 		return config{}, fmt.Errorf("config %s: %w", *configFile, err)

@@ -10,11 +10,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -93,7 +93,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	case restarted:
 	case cfg.join:
 		log.Info().Str("node", self.Address()).Msg("joining the cluster")
-		if replicaID, err = joinCluster(ctx, cfg); err != nil {
+		if replicaID, err = joinCluster(ctx, cfg, newPeerDirectory(cfg.members, cfg.tls.HTTP.Enabled, cfg.identity)); err != nil {
 			return err
 		}
 	default:
@@ -135,25 +135,38 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	if err != nil {
 		return err
 	}
+	grpcTLS, err := serverTLS(cfg.tls.GRPC)
+	if err != nil {
+		return err
+	}
+	httpTLS, err := serverTLS(cfg.tls.HTTP)
+	if err != nil {
+		return err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	peers := newPeerDirectory(cfg.members)
+	peers := newPeerDirectory(cfg.members, httpTLS != nil, cfg.identity)
 	gw, err := gateway.New(gateway.Config{
-		ListenAddr:      net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
-		MainPort:        self.Port,
-		NodeID:          nodeID,
-		DefaultLease:    ms(cfg.lock.DefaultLeaseMs),
-		MaxLease:        ms(cfg.lock.MaxLeaseMs),
-		MaxWait:         ms(cfg.lock.MaxWaitMs),
-		ScanInterval:    ms(cfg.lock.ScanIntervalMs),
-		DisconnectGrace: ms(cfg.lock.DisconnectGraceMs),
-		RequestTimeout:  ms(cfg.lock.RequestTimeoutMs),
-		MaxKeyLength:    cfg.lock.MaxKeyLength,
-		MaxOwnerLength:  cfg.lock.MaxOwnerLength,
-		NodeGrace:       ms(cfg.lock.NodeGraceMs),
-		PeerAlive:       peers.alive, // reads peers.node, set before Serve
-		Metrics:         reg,
-		Auth:            authn,
+		ListenAddr:          net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
+		MainPort:            self.Port,
+		NodeID:              nodeID,
+		DefaultLease:        ms(cfg.lock.DefaultLeaseMs),
+		MaxLease:            ms(cfg.lock.MaxLeaseMs),
+		MaxWait:             ms(cfg.lock.MaxWaitMs),
+		ScanInterval:        ms(cfg.lock.ScanIntervalMs),
+		DisconnectGrace:     ms(cfg.lock.DisconnectGraceMs),
+		RequestTimeout:      ms(cfg.lock.RequestTimeoutMs),
+		MaxKeyLength:        cfg.lock.MaxKeyLength,
+		MaxOwnerLength:      cfg.lock.MaxOwnerLength,
+		MaxParamsBytes:      cfg.lock.MaxParamsBytes,
+		MaxConnections:      cfg.lock.MaxConnections,
+		MaxConnectionsPerIP: cfg.lock.MaxConnsPerIP,
+		RequestsPerSecond:   float64(cfg.lock.MaxRequestsPerSec),
+		TLS:                 grpcTLS,
+		NodeGrace:           ms(cfg.lock.NodeGraceMs),
+		PeerAlive:           peers.alive, // reads peers.node, set before Serve
+		Metrics:             reg,
+		Auth:                authn,
 	}, log)
 	if err != nil {
 		return err
@@ -213,6 +226,9 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		grpcLis.Close()
 		return fmt.Errorf("listen on the main port: %w", err)
 	}
+	if httpTLS != nil {
+		httpLis = tls.NewListener(httpLis, httpTLS)
+	}
 	var ready atomic.Bool
 	api := admin.New(admin.Config{
 		Resolve:      peers.resolve,
@@ -222,6 +238,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		Metrics:      promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Auth:         authn,
 		TokenTTL:     time.Duration(cfg.auth.ExpireSeconds) * time.Second,
+		Identity:     cfg.identity,
 	}, node, log)
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -323,6 +340,3 @@ func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.N
 		fmt.Fprintf(w, "%s%-21s %-8s main %-5d grpc %-5d raft %-21s replica %d\n", mark, m.Address, r, p, p+1000, m.RaftAddress, m.ReplicaID)
 	}
 }
-
-// healthClient checks other nodes' /healthz; short timeouts come from ctx.
-var healthClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
@@ -20,12 +21,18 @@ import (
 // peerDirectory maps between cluster.conf addresses, Raft addresses and
 // replica ids, for the admin API and the dead-node monitor.
 type peerDirectory struct {
-	byRaft map[string]compat.Member // cluster.conf members by Raft address
-	node   *statemachine.Node       // set once Raft has started
+	byRaft   map[string]compat.Member // cluster.conf members by Raft address
+	node     *statemachine.Node       // set once Raft has started
+	scheme   string                   // of the members' main ports: http, or https with server.ssl
+	identity [2]string                // server identity header, sent when joining
+	client   *http.Client
 }
 
-func newPeerDirectory(members []compat.Member) *peerDirectory {
-	d := &peerDirectory{byRaft: map[string]compat.Member{}}
+func newPeerDirectory(members []compat.Member, httpsPorts bool, identity [2]string) *peerDirectory {
+	d := &peerDirectory{byRaft: map[string]compat.Member{}, scheme: "http", identity: identity, client: peerClient}
+	if httpsPorts {
+		d.scheme = "https"
+	}
 	for _, m := range members {
 		d.byRaft[m.RaftAddress()] = m
 	}
@@ -93,11 +100,11 @@ func (d *peerDirectory) alive(ctx context.Context, node string) bool {
 		return false // removed from the cluster
 	}
 	m := d.describe(id, raft)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("http://%s/healthz", m.Address), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s/healthz", d.scheme, m.Address), nil)
 	if err != nil {
 		return false
 	}
-	resp, err := healthClient.Do(req)
+	resp, err := d.client.Do(req)
 	if err != nil {
 		return false
 	}
@@ -108,7 +115,7 @@ func (d *peerDirectory) alive(ctx context.Context, node string) bool {
 // joinCluster asks the other members listed in cluster.conf to add this
 // node (replacing an earlier incarnation at the same address) and returns
 // the replica id it was given. It retries until a member answers.
-func joinCluster(ctx context.Context, cfg config) (uint64, error) {
+func joinCluster(ctx context.Context, cfg config, d *peerDirectory) (uint64, error) {
 	body, _ := json.Marshal(map[string]any{"address": cfg.self.Address(), "replace": true})
 	var last error
 	for {
@@ -116,7 +123,7 @@ func joinCluster(ctx context.Context, cfg config) (uint64, error) {
 			if m == cfg.self {
 				continue
 			}
-			id, err := requestJoin(ctx, m.Address(), body)
+			id, err := d.requestJoin(ctx, m.Address(), body)
 			if err == nil {
 				return id, nil
 			}
@@ -132,15 +139,18 @@ func joinCluster(ctx context.Context, cfg config) (uint64, error) {
 	}
 }
 
-func requestJoin(ctx context.Context, peer string, body []byte) (uint64, error) {
+func (d *peerDirectory) requestJoin(ctx context.Context, peer string, body []byte) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+peer+"/v1/cluster/members", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.scheme+"://"+peer+"/v1/cluster/members", bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := healthClient.Do(req)
+	if d.identity[0] != "" {
+		req.Header.Set(d.identity[0], d.identity[1])
+	}
+	resp, err := d.client.Do(req)
 	if err != nil {
 		return 0, err
 	}
@@ -157,3 +167,12 @@ func requestJoin(ctx context.Context, peer string, body []byte) (uint64, error) 
 	}
 	return out.ReplicaID, nil
 }
+
+// peerClient talks to other members' main ports: health checks and join
+// requests. It does not verify their certificates: a health probe carries
+// nothing secret, and a forged answer could only delay a cleanup, never
+// release a lock.
+var peerClient = &http.Client{Transport: &http.Transport{
+	DisableKeepAlives: true,
+	TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // see above
+}}

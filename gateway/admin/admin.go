@@ -5,6 +5,7 @@ package admin
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,6 +58,10 @@ type Config struct {
 	Auth *auth.Authenticator
 	// TokenTTL is reported by login when auth is off.
 	TokenTTL time.Duration
+	// Identity is Nacos's server identity header (name, value): with auth
+	// on, a request carrying it may change the membership, so that a new
+	// node can --join without an admin token.
+	Identity [2]string
 }
 
 // Server serves the admin API.
@@ -81,7 +86,7 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("POST /nacos/v3/auth/user/login", s.login)
 	s.mux.HandleFunc("POST /nacos/v1/auth/users/login", s.login)
 	s.mux.HandleFunc("GET /v1/cluster/members", s.admin(s.listMembers))
-	s.mux.HandleFunc("POST /v1/cluster/members", s.admin(s.addMember))
+	s.mux.HandleFunc("POST /v1/cluster/members", s.adminOrPeer(s.addMember))
 	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.admin(s.removeMember))
 	s.mux.HandleFunc("GET /v1/log/level", s.admin(s.logLevel))
 	s.mux.HandleFunc("PUT /v1/log/level", s.admin(s.setLogLevel))
@@ -282,6 +287,21 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		default:
 			h(w, r)
 		}
+	}
+}
+
+// adminOrPeer is admin, but also lets through a request carrying the
+// cluster's server identity header.
+func (s *Server) adminOrPeer(h http.HandlerFunc) http.HandlerFunc {
+	guarded := s.admin(h)
+	return func(w http.ResponseWriter, r *http.Request) {
+		name, value := s.cfg.Identity[0], s.cfg.Identity[1]
+		if s.cfg.Auth != nil && name != "" && value != "" &&
+			subtle.ConstantTimeCompare([]byte(r.Header.Get(name)), []byte(value)) == 1 {
+			h(w, r)
+			return
+		}
+		guarded(w, r)
 	}
 }
 

@@ -293,3 +293,43 @@ func newAuthAPIForFuzz(f *testing.F) (http.Handler, *auth.Authenticator) {
 	fc := &fakeCluster{self: 1, members: map[uint64]string{}, removed: map[uint64]bool{}}
 	return New(Config{Auth: a}, fc, zerolog.Nop()).Handler(), a
 }
+
+func TestServerIdentityMayJoin(t *testing.T) {
+	store, _ := auth.OpenStore(t.TempDir() + "/users.json")
+	a, err := auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := &fakeCluster{self: 1, leader: 1, members: map[uint64]string{1: "127.0.0.1:7848"}, removed: map[uint64]bool{}}
+	h := New(Config{
+		Auth: a, Identity: [2]string{"serverIdentity", "cluster-secret"},
+		Resolve:      func(addr string) (Member, error) { return Member{Address: addr, RaftAddress: "127.0.0.1:7850"}, nil },
+		NewReplicaID: func(Member, map[uint64]string) uint64 { return 9 },
+	}, fc, zerolog.Nop()).Handler()
+	post := func(header string) int {
+		req := httptest.NewRequest("POST", "/v1/cluster/members", strings.NewReader(`{"address":"127.0.0.1:8850"}`))
+		if header != "" {
+			req.Header.Set("serverIdentity", header)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		return rec.Code
+	}
+	if code := post("wrong"); code != 403 {
+		t.Fatalf("wrong identity: %d", code)
+	}
+	if code := post(""); code != 403 {
+		t.Fatalf("no identity: %d", code)
+	}
+	if code := post("cluster-secret"); code != 200 || fc.members[9] == "" {
+		t.Fatalf("identity: %d", code)
+	}
+	// The identity opens only the join route.
+	req := httptest.NewRequest("DELETE", "/v1/cluster/members/127.0.0.1:8850", nil)
+	req.Header.Set("serverIdentity", "cluster-secret")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if rec.Code != 403 {
+		t.Fatalf("identity removed a member: %d", rec.Code)
+	}
+}

@@ -9,12 +9,14 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"nacos-lockd/protocol"
@@ -45,6 +47,7 @@ type options struct {
 	headers   map[string]string
 	autoReply bool
 	noSetup   bool
+	tls       *tls.Config
 }
 
 // Option configures Dial.
@@ -62,6 +65,9 @@ func WithoutAutoReply() Option { return func(o *options) { o.autoReply = false }
 // WithoutSetup stops after ServerCheck: the connection stays unregistered.
 func WithoutSetup() Option { return func(o *options) { o.noSetup = true } }
 
+// WithTLS connects with TLS (the server's nacos.remote.server.rpc.tls.*).
+func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tls = cfg } }
+
 // Dial connects to the SDK gRPC address (main port + 1000) and completes
 // the handshake. The ctx bounds the handshake only.
 func Dial(ctx context.Context, addr string, opt ...Option) (*Client, error) {
@@ -75,7 +81,11 @@ func Dial(ctx context.Context, addr string, opt ...Option) (*Client, error) {
 	for _, f := range opt {
 		f(&o)
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	creds := insecure.NewCredentials()
+	if o.tls != nil {
+		creds = credentials.NewTLS(o.tls)
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return nil, fmt.Errorf("dial %s: %w", addr, err)
 	}
