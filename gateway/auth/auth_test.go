@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestMatch(t *testing.T) {
@@ -170,4 +171,9 @@ func TestWeakKeyRefused(t *testing.T) {
 			t.Errorf("key %q accepted", key)
 		}
 	}
+}
+
+func TestMain(m *testing.M) {
+	PasswordCost = bcrypt.MinCost // hashes stay bcrypt; only the work factor drops
+	os.Exit(m.Run())
 }
