@@ -39,7 +39,7 @@ FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
 	./protocol:FuzzDecode ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
 	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
-	./gateway:FuzzLockRequest
+	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes
 
 fuzz-smoke: ## each fuzz target briefly (CI)
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \

@@ -17,6 +17,7 @@ const (
 	OpCancelWait        Op = 4
 	OpExpire            Op = 5 // proposed by the leader's reaper only
 	OpCleanupConnection Op = 6 // proposed by the node that held the connection
+	OpForceRelease      Op = 7 // proposed by the admin API
 )
 
 func (o Op) String() string {
@@ -33,6 +34,8 @@ func (o Op) String() string {
 		return "EXPIRE"
 	case OpCleanupConnection:
 		return "CLEANUP_CONNECTION"
+	case OpForceRelease:
+		return "FORCE_RELEASE"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }
@@ -93,7 +96,9 @@ type Command struct {
 	// Retry is the client's waiterRetry flag. The table decides who is the
 	// queue head itself, so it is informational only.
 	Retry bool
-	// Token is the fencing token an EXPIRE refers to: the lease it wants to end.
+	// Token is the fencing token an EXPIRE refers to: the lease it wants
+	// to end. On FORCE_RELEASE a non-zero Token limits the release to that
+	// grant; 0 releases whoever holds the lock.
 	Token uint64
 }
 

@@ -8,7 +8,7 @@ import (
 
 // randomCommands produces a reproducible stream over a few keys, owners
 // and connections, with clocks that mostly advance and sometimes lag, so
-// leases, deadlines, hand-offs and cleanups all happen.
+// leases, deadlines, hand-offs, cleanups and force releases all happen.
 func randomCommands(seed uint64, n int) []Command {
 	r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	keys := []string{"a", "b", "c"}
@@ -39,10 +39,15 @@ func randomCommands(seed uint64, n int) []Command {
 			c.Op, c.LeaseMs = OpRenew, 200+r.Int64N(2000)
 		case p < 85:
 			c.Op = OpCancelWait
-		case p < 95:
+		case p < 93:
 			c.Op, c.Token = OpExpire, uint64(r.IntN(len(out)+1))
-		default:
+		case p < 97:
 			c.Op = OpCleanupConnection
+		default:
+			c.Op = OpForceRelease // half of them name a grant, most likely a stale one
+			if r.IntN(2) == 0 {
+				c.Token = uint64(r.IntN(len(out) + 1))
+			}
 		}
 		out = append(out, c)
 	}

@@ -8,5 +8,7 @@
 // storage, the snapshot encoding, the dragonboat on-disk state machine
 // adapter and the node that proposes to it. It never imports grpc, protocol
 // or gateway: the gateway translates Nacos requests into Commands, so a wire
-// change cannot change how old log entries are read.
+// change cannot change how old log entries are read. The admin API's reads
+// and force release (admin.go) answer in the plain values of the lockview
+// subpackage, so the admin API need not import this package.
 package statemachine

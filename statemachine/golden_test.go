@@ -74,7 +74,7 @@ func checkTable(t *testing.T, got *Table, applied uint64, clock int64, fence, to
 			t.Fatalf("lock %v missing", w.id)
 		}
 		if l.owner != w.l.owner || l.connID != w.l.connID || l.count != w.l.count || l.leaseEnd != w.l.leaseEnd ||
-			l.token != w.l.token || l.unclaimed != w.l.unclaimed || len(l.waiters) != len(w.l.waiters) {
+			l.token != w.l.token || l.acquiredAt != w.l.acquiredAt || l.unclaimed != w.l.unclaimed || len(l.waiters) != len(w.l.waiters) {
 			t.Fatalf("lock %v:\n got %+v\nwant %+v", w.id, *l, w.l)
 		}
 		for i := range l.waiters {
@@ -86,7 +86,8 @@ func checkTable(t *testing.T, got *Table, applied uint64, clock int64, fence, to
 	checkInvariants(t, got)
 }
 
-// The locks the script leaves, with tokens shifted by base.
+// The locks the script leaves, with tokens shifted by base. Formats 1
+// and 2 predate acquiredAt: their locks read with 0 (unknown).
 func scriptLocks(base uint64) []wantLock {
 	return []wantLock{
 		{lockID{G, "legacy"}, lockState{owner: "conn-D", connID: "conn-D", count: 1, leaseEnd: 11500, token: base + 6}},
@@ -97,6 +98,31 @@ func scriptLocks(base uint64) []wantLock {
 		{lockID{N, "job/nightly"}, lockState{owner: "w1", connID: "conn-B", count: 1, leaseEnd: 46400, token: base + 5}},
 		{lockID{N, "stale"}, lockState{owner: "s", connID: "conn-E", count: 1, leaseEnd: 2300, token: base + 13}},
 	}
+}
+
+// scriptAcquiredAt is when the script granted each of its locks (the
+// clock of the granting entry: the hand-off of "handoff" is the release
+// at 1800).
+var scriptAcquiredAt = map[lockID]int64{
+	{G, "legacy"}: 1500, {R, "order-1"}: 1000, {R, "键-🔒"}: 2100,
+	{N, "handoff"}: 1800, {N, "job/nightly"}: 1400, {N, "stale"}: 2200,
+}
+
+// withScriptAcquiredAt sets the grant times a current build records.
+func withScriptAcquiredAt(ws []wantLock) []wantLock {
+	for i := range ws {
+		ws[i].l.acquiredAt = scriptAcquiredAt[ws[i].id]
+	}
+	return ws
+}
+
+// forgetAcquiredAt zeroes every lock's acquiredAt, as a table written by a
+// build that did not record it holds them.
+func forgetAcquiredAt(t *Table) *Table {
+	for _, l := range t.locks {
+		l.acquiredAt = 0
+	}
+	return t
 }
 
 func readGoldenStream(t *testing.T, name string) *Table {
@@ -118,8 +144,9 @@ func readGoldenStream(t *testing.T, name string) *Table {
 func TestGoldenSnapshotV1(t *testing.T) {
 	got := readGoldenStream(t, "snapshot-v1.zip")
 	checkTable(t, got, 14, 5000, 13, 0, scriptLocks(0))
-	// Upgrading gives exactly the state the same commands give today.
-	want := replay(NewTable(), goldenCommands())
+	// Upgrading gives exactly the state the same commands give today,
+	// except that the grant times were not recorded then.
+	want := forgetAcquiredAt(replay(NewTable(), goldenCommands()))
 	if !bytes.Equal(got.StateBytes(), want.StateBytes()) {
 		t.Fatal("v1 golden upgraded differs from replaying its commands on a current table")
 	}
@@ -144,32 +171,86 @@ func goldenV2Table(t *testing.T) *Table {
 	return replay(tb, goldenCommands())
 }
 
-// Format 2 (current): format 1 plus the token base.
+// The locks goldenV2Table leaves: the script's plus the imported ones.
+func v2Locks() []wantLock {
+	return append(scriptLocks(3),
+		wantLock{lockID{G, "imported-legacy"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: 600000, token: 1}},
+		wantLock{lockID{R, "imported-r"}, lockState{owner: "nacos-owner", connID: "nacos-conn", count: 2, leaseEnd: 700000, token: 2,
+			waiters: []waiter{{"w1", "nacos-conn-2", 800, 900000, 30000}}}},
+		wantLock{lockID{N, "imported-expired"}, lockState{owner: "w2", connID: "c2", count: 1, leaseEnd: 10900, token: 3, unclaimed: true}},
+	)
+}
+
+// Format 2: format 1 plus the token base (written by the build before
+// format 3; records without acquiredAt).
 func TestGoldenSnapshotV2(t *testing.T) {
-	path := filepath.Join("testdata", "snapshot-v2.stream")
+	got := readGoldenStream(t, "snapshot-v2.stream")
+	checkTable(t, got, 14, 5000, 16, 3, v2Locks())
+	// Upgrading gives the state the same import and commands give today,
+	// without the grant times the old build did not record...
+	want := forgetAcquiredAt(goldenV2Table(t))
+	if !bytes.Equal(got.StateBytes(), want.StateBytes()) {
+		t.Fatal("v2 golden upgraded differs from importing and replaying its commands on a current table")
+	}
+	// ...and both go on identically.
+	more := randomCommands(32, 400)
+	replay(got, more)
+	replay(want, more)
+	if !bytes.Equal(got.StateBytes(), want.StateBytes()) {
+		t.Fatal("upgraded table diverged from a current one")
+	}
+}
+
+// goldenV3Commands follow goldenCommands in the format-3 golden: force
+// releases (op 7, new with format 3) and a grant with its time recorded.
+func goldenV3Commands() []Command {
+	return []Command{
+		forceRel(R, "order-1", 0, 6000),       // index 15: released at count 2, handed to client-b
+		forceRel(N, "job/nightly", 999, 6050), // 16: names another grant: refused
+		forceRel(G, "missing", 0, 6060),       // 17: nothing to release
+		acq(N, "after-v3", "o3", "conn-G", 6100, 60000, 0),
+	}
+}
+
+func goldenV3Table(t *testing.T) *Table {
+	t.Helper()
+	return replay(goldenV2Table(t), goldenV3Commands())
+}
+
+// Format 3 (current): format 2's header, records with acquiredAt.
+func TestGoldenSnapshotV3(t *testing.T) {
+	path := filepath.Join("testdata", "snapshot-v3.stream")
 	if *updateGolden {
 		var buf bytes.Buffer
-		if err := storage.WriteSnapshotStream(&buf, goldenV2Table(t).WriteSnapshot); err != nil {
+		if err := storage.WriteSnapshotStream(&buf, goldenV3Table(t).WriteSnapshot); err != nil {
 			t.Fatal(err)
 		}
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got := readGoldenStream(t, "snapshot-v2.stream")
-	want := append(scriptLocks(3),
-		wantLock{lockID{G, "imported-legacy"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: 600000, token: 1}},
-		wantLock{lockID{R, "imported-r"}, lockState{owner: "nacos-owner", connID: "nacos-conn", count: 2, leaseEnd: 700000, token: 2,
-			waiters: []waiter{{"w1", "nacos-conn-2", 800, 900000, 30000}}}},
-		wantLock{lockID{N, "imported-expired"}, lockState{owner: "w2", connID: "c2", count: 1, leaseEnd: 10900, token: 3, unclaimed: true}},
-	)
-	checkTable(t, got, 14, 5000, 16, 3, want)
-	// Same state, same bytes: the golden's content is what this build writes.
-	if content := goldenContent(t, path); !bytes.Equal(content, goldenV2Table(t).StateBytes()) {
-		t.Fatal("snapshot-v2.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV2 -update if the format changed on purpose, and add a new version instead)")
+	got := readGoldenStream(t, "snapshot-v3.stream")
+	var want []wantLock
+	for _, w := range withScriptAcquiredAt(v2Locks()) {
+		switch w.id {
+		case lockID{N, "imported-expired"}:
+			w.l.acquiredAt = 900 // handed to its first waiter at the import
+		case lockID{R, "order-1"}:
+			// Force-released at 6000 with count 2: the first waiter is
+			// granted it (token base 3 + index 15), client-c still waits.
+			w.l = lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
+				waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}}
+		}
+		want = append(want, w)
 	}
-	if SnapshotVersion != 2 {
-		t.Fatal("a new format needs its own golden: keep snapshot-v2.stream and add snapshot-vN")
+	want = append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
+	checkTable(t, got, 18, 6100, 21, 3, want)
+	// Same state, same bytes: the golden's content is what this build writes.
+	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
+		t.Fatal("snapshot-v3.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV3 -update if the format changed on purpose, and add a new version instead)")
+	}
+	if SnapshotVersion != 3 {
+		t.Fatal("a new format needs its own golden: keep snapshot-v3.stream and add snapshot-vN")
 	}
 }
 
@@ -196,7 +277,7 @@ func goldenContent(t *testing.T, path string) []byte {
 }
 
 func FuzzReadSnapshot(f *testing.F) {
-	for _, name := range []string{"snapshot-v1.zip", "snapshot-v2.stream"} {
+	for _, name := range []string{"snapshot-v1.zip", "snapshot-v2.stream", "snapshot-v3.stream"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)

@@ -96,6 +96,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 			l.waiters = l.waiters[1:]
 			l.owner, l.connID, l.count, l.unclaimed = w.owner, w.connID, 1, true
 			l.leaseEnd = t.leaseEnd(w.leaseMs)
+			l.acquiredAt = clockMs // granted now; a lock held as imported keeps 0, unknown
 			sum.HandedOff++
 		default:
 			if !expired {

@@ -46,7 +46,7 @@ func TestNewImportedTable(t *testing.T) {
 		{lockID{G, "at-the-edge"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: now, token: 1}},
 		{lockID{R, "held"}, lockState{owner: "o1", connID: "c1", count: 3, leaseEnd: now + 1, token: 2,
 			waiters: []waiter{{"w1", "c2", 5, now + 100, 700}, {"w2", "", 6, 1 << 62, 9}}}},
-		{lockID{N, "handed"}, lockState{owner: "next", connID: "cn", count: 1, leaseEnd: now + 3000, token: 3, unclaimed: true,
+		{lockID{N, "handed"}, lockState{owner: "next", connID: "cn", count: 1, leaseEnd: now + 3000, token: 3, acquiredAt: now, unclaimed: true,
 			waiters: []waiter{{"after", "ca", 0, now + 50, 1}}}},
 	})
 	// Grants after the import get higher tokens, per key too.
@@ -101,7 +101,7 @@ func TestInstallFresh(t *testing.T) {
 	if !bytes.Equal(got.StateBytes(), src.StateBytes()) {
 		t.Fatal("stored table differs from the installed one")
 	}
-	checkTable(t, got, 0, 5000, 13, 13, scriptLocks(0))
+	checkTable(t, got, 0, 5000, 13, 13, withScriptAcquiredAt(scriptLocks(0)))
 	if err := InstallFresh(db, NewTable()); !errors.Is(err, ErrStoreNotEmpty) {
 		t.Fatalf("second install: %v", err)
 	}
@@ -156,17 +156,17 @@ func TestSnapshotStreamRoundTrip(t *testing.T) {
 	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "snapshot checksum mismatch: recorded ") {
 		t.Fatalf("corrupt stream: %v", err)
 	}
-	// Format 2 without its record: cut short, refused.
+	// Format 2 and later without the record: cut short, refused.
 	if _, err := readSnapshotStream(bytes.NewReader(stream[:n-24])); err == nil || !strings.Contains(err.Error(), "without its checksum record") {
 		t.Fatalf("v2 without record: %v", err)
 	}
 	// A format from the future says so.
 	var future bytes.Buffer
 	storage.WriteSnapshotStream(&future, func(w io.Writer) error {
-		_, err := w.Write([]byte(snapshotMagic + "\x03"))
+		_, err := w.Write([]byte(snapshotMagic + "\x09"))
 		return err
 	})
-	if _, err := readSnapshotStream(&future); err == nil || !strings.Contains(err.Error(), "format version 3 is newer than this build understands") {
+	if _, err := readSnapshotStream(&future); err == nil || !strings.Contains(err.Error(), "format version 9 is newer than this build understands") {
 		t.Fatalf("future format: %v", err)
 	}
 }

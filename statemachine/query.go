@@ -3,6 +3,7 @@ package statemachine
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // ExpiredQuery asks for held locks whose lease ended before NowMs (the
@@ -39,6 +40,9 @@ type LockInfo struct {
 	Token     uint64
 	Unclaimed bool
 	Waiters   []WaiterInfo
+	// AcquiredAt is the table clock when the current grant was made; 0
+	// when unknown (see lockState.acquiredAt).
+	AcquiredAt int64
 }
 
 // WaiterInfo is one queued waiter.
@@ -76,6 +80,8 @@ func (t *Table) lookup(q interface{}) (interface{}, error) {
 		return t.Nodes(), nil
 	case ConnsQuery:
 		return t.Conns(q.Node), nil
+	case ListQuery:
+		return t.List(q), nil
 	}
 	return nil, fmt.Errorf("unknown lookup %T", q)
 }
@@ -101,7 +107,7 @@ func (t *Table) Lock(kind Kind, key string) LockInfo {
 	}
 	info := LockInfo{
 		Found: true, Kind: kind, Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
-		LeaseEnd: l.leaseEnd, Token: l.token, Unclaimed: l.unclaimed,
+		LeaseEnd: l.leaseEnd, Token: l.token, Unclaimed: l.unclaimed, AcquiredAt: l.acquiredAt,
 	}
 	for _, w := range l.waiters {
 		info.Waiters = append(info.Waiters, WaiterInfo{Owner: w.owner, ConnID: w.connID, Deadline: w.deadline})
@@ -156,4 +162,59 @@ func (t *Table) Conns(node string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// ListQuery asks for one page of locks in (kind, key) order: of one Kind
+// (0: every kind), whose key starts with Prefix, strictly after
+// (AfterKind, AfterKey) (AfterKind 0: from the start), at most Limit of
+// them (<= 0: no limit). Every lock in the table is held (see lockState).
+type ListQuery struct {
+	Kind      Kind
+	Prefix    string
+	AfterKind Kind
+	AfterKey  string
+	Limit     int
+}
+
+// LockPage is one page of a listing. More reports that further locks
+// match after the last one.
+type LockPage struct {
+	Locks   []LockInfo
+	More    bool
+	Applied uint64
+}
+
+// List answers a ListQuery from the ordered index: each kind's matching
+// keys are one contiguous range of it, so a page costs its own length plus
+// a seek, however large the table.
+func (t *Table) List(q ListQuery) LockPage {
+	page := LockPage{Applied: t.applied}
+	after := lockID{q.AfterKind, q.AfterKey}
+	for kind := KindNacosLock; kind <= KindNonReentrant; kind++ {
+		if (q.Kind != 0 && kind != q.Kind) || kind < q.AfterKind {
+			continue
+		}
+		from := lockID{kind, q.Prefix}
+		if kind == q.AfterKind && q.AfterKey > q.Prefix {
+			from.key = q.AfterKey
+		}
+		t.ids.AscendGreaterOrEqual(from, func(id lockID) bool {
+			if id.kind != kind || !strings.HasPrefix(id.key, q.Prefix) {
+				return false
+			}
+			if q.AfterKind != 0 && compareIDs(id, after) <= 0 {
+				return true
+			}
+			if q.Limit > 0 && len(page.Locks) == q.Limit {
+				page.More = true
+				return false
+			}
+			page.Locks = append(page.Locks, t.Lock(id.kind, id.key))
+			return true
+		})
+		if page.More {
+			break
+		}
+	}
+	return page
 }

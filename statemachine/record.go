@@ -34,10 +34,16 @@ func parseLockKey(k []byte) (lockID, error) {
 	return lockID{kind: Kind(k[1]), key: string(k[2:])}, nil
 }
 
-// recordVersion prefixes every stored lock record. Version 1 is the only
-// one so far: snapshot format 2 added a table-level field (the token
-// base), not a lock field, so records did not change.
-const recordVersion = 1
+// recordVersion prefixes every stored lock record; this build writes
+// version 2 and reads both:
+//
+//	1: flags, owner, connection, count, lease end, token, waiters
+//	2: as 1 with varint acquiredAt after the token (snapshot format 3)
+//
+// A version 1 record decodes with acquiredAt 0 (unknown). Snapshot format
+// 2 added a table-level field (the token base), not a lock field, so it
+// still carries version 1 records.
+const recordVersion = 2
 
 func encodeRecord(l *lockState) []byte {
 	b := make([]byte, 0, 48+len(l.owner)+len(l.connID)+len(l.waiters)*48)
@@ -52,6 +58,7 @@ func encodeRecord(l *lockState) []byte {
 	b = binary.AppendUvarint(b, uint64(l.count))
 	b = binary.AppendVarint(b, l.leaseEnd)
 	b = binary.AppendUvarint(b, l.token)
+	b = binary.AppendVarint(b, l.acquiredAt)
 	b = binary.AppendUvarint(b, uint64(len(l.waiters)))
 	for _, w := range l.waiters {
 		b = appendString(b, w.owner)
@@ -63,9 +70,11 @@ func encodeRecord(l *lockState) []byte {
 	return b
 }
 
+// decodeRecord reads a record of any version this build knows.
 func decodeRecord(data []byte) (*lockState, error) {
 	r := reader{b: data}
-	if v := r.byte(); r.err == nil && v != recordVersion {
+	v := r.byte()
+	if r.err == nil && (v < 1 || v > recordVersion) {
 		return nil, fmt.Errorf("%w: record version %d", errMalformed, v)
 	}
 	flags := r.byte()
@@ -75,6 +84,9 @@ func decodeRecord(data []byte) (*lockState, error) {
 	count := r.uvarint()
 	l.leaseEnd = r.varint()
 	l.token = r.uvarint()
+	if v >= 2 {
+		l.acquiredAt = r.varint()
+	}
 	n := r.uvarint()
 	if r.err != nil {
 		return nil, r.err

@@ -17,6 +17,8 @@ import (
 //	    then per lock in storage key order: 'L', bytes storage key, bytes record,
 //	    then 'E', uvarint number of locks.
 //	v2: as v1 with uvarint token base after the fence.
+//	v3: as v2; every record is record version 2 (with the grant's
+//	    acquiredAt). v1 and v2 hold version 1 records only.
 //
 // Same state, same bytes: records come from one ordered read. Readers for
 // every version ever written stay here, each building the current table;
@@ -25,7 +27,7 @@ import (
 const (
 	snapshotMagic = "nacos-lockd-locks\n"
 	// SnapshotVersion is the format this build writes.
-	SnapshotVersion = 2
+	SnapshotVersion = 3
 	// maxSnapshotField bounds a single key or record read from a snapshot so
 	// a corrupt length cannot make us allocate gigabytes.
 	maxSnapshotField = 64 << 20
@@ -101,6 +103,8 @@ func readSnapshotVersion(r io.Reader) (*Table, uint64, error) {
 		t, err = readSnapshotV1(br)
 	case 2:
 		t, err = readSnapshotV2(br)
+	case 3:
+		t, err = readSnapshotV3(br)
 	default:
 		return nil, version, fmt.Errorf("%w: snapshot format version %d is newer than this build understands (it reads 1 to %d)", errMalformed, version, SnapshotVersion)
 	}
@@ -124,7 +128,7 @@ func readSnapshotV1(br *bufio.Reader) (*Table, error) {
 	if err := checkMeta(t); err != nil {
 		return nil, err
 	}
-	return t, readRecords(br, t)
+	return t, readRecords(br, t, 1)
 }
 
 // checkMeta refuses metadata no table can have: every token is the token
@@ -137,8 +141,27 @@ func checkMeta(t *Table) error {
 	return nil
 }
 
-// readSnapshotV2 reads format 2: format 1 plus the token base.
+// readSnapshotV2 reads format 2: format 1 plus the token base. Its
+// records predate acquiredAt, which reads as 0 (unknown).
 func readSnapshotV2(br *bufio.Reader) (*Table, error) {
+	t, err := readMetaWithBase(br)
+	if err != nil {
+		return nil, err
+	}
+	return t, readRecords(br, t, 1)
+}
+
+// readSnapshotV3 reads format 3: format 2's header, records of version 2.
+func readSnapshotV3(br *bufio.Reader) (*Table, error) {
+	t, err := readMetaWithBase(br)
+	if err != nil {
+		return nil, err
+	}
+	return t, readRecords(br, t, 2)
+}
+
+// readMetaWithBase reads the table header of formats 2 and 3.
+func readMetaWithBase(br *bufio.Reader) (*Table, error) {
 	t := NewTable()
 	var err error
 	if t.applied, err = binary.ReadUvarint(br); err == nil {
@@ -156,11 +179,12 @@ func readSnapshotV2(br *bufio.Reader) (*Table, error) {
 	if err := checkMeta(t); err != nil {
 		return nil, err
 	}
-	return t, readRecords(br, t)
+	return t, nil
 }
 
 // readRecords reads the lock records and trailer shared by every version.
-func readRecords(br *bufio.Reader, t *Table) error {
+// Each format holds records of exactly one record version.
+func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 	var prev []byte
 	var n uint64
 	for {
@@ -197,6 +221,9 @@ func readRecords(br *bufio.Reader, t *Table) error {
 		if err != nil {
 			return err
 		}
+		if len(rec) == 0 || rec[0] != recVersion {
+			return fmt.Errorf("%w: snapshot record of version %d, want %d", errMalformed, firstByte(rec), recVersion)
+		}
 		l, err := decodeRecord(rec)
 		if err != nil {
 			return err
@@ -227,6 +254,13 @@ func checkStored(id lockID, l *lockState, fence uint64) error {
 		owners[w.owner] = true
 	}
 	return nil
+}
+
+func firstByte(b []byte) byte {
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
 }
 
 func readField(br *bufio.Reader) ([]byte, error) {

@@ -99,6 +99,11 @@ func (t *Table) storedPairs(put func(key, val []byte) error) error {
 // saveSnapshotStream writes a storage view as the Raft snapshot stream:
 // a nacos_lock.zip archive of the current format followed by its checksum
 // record (storage.WriteSnapshotStream). It is diskSM.SaveSnapshot's body.
+//
+// Stored records are re-encoded in the current record version: a lock
+// untouched since an upgrade is still stored in an older one, and the
+// snapshot must hold the format's record version only, the same bytes for
+// the same state.
 func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) error {
 	meta, err := readStoredMeta(view)
 	if err != nil {
@@ -112,7 +117,11 @@ func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) e
 					return sm.ErrSnapshotStopped
 				default:
 				}
-				return emit(key, val)
+				l, err := decodeRecord(val)
+				if err != nil {
+					return fmt.Errorf("lock record %q: %w", key, err)
+				}
+				return emit(key, encodeRecord(l))
 			})
 		})
 	})

@@ -31,6 +31,11 @@ type lockState struct {
 	count    int32
 	leaseEnd int64  // table clock (Unix ms) after which the lease is over
 	token    uint64 // fencing token of the current grant
+	// acquiredAt is the table clock when the current grant was made (the
+	// same entry that minted token); 0 when unknown (a record written
+	// before the field existed, or an imported lock). Informational: no
+	// decision reads it.
+	acquiredAt int64
 	// unclaimed marks a grant made to a queued waiter that the waiter has
 	// not yet confirmed with an ACQUIRE. Its claim returns count 1 and the
 	// same token, and a CANCEL_WAIT gives it up.
@@ -66,6 +71,7 @@ type Table struct {
 	locks   map[lockID]*lockState
 	conns   map[string]map[lockID]int // connection -> locks that reference it (holder or waiter), with multiplicity
 	leases  *btree.BTreeG[leaseItem]  // held locks by lease end, for the reaper
+	ids     *btree.BTreeG[lockID]     // every lock in (kind, key) order, for paged listings
 	clock   int64                     // max NowMs of all applied commands
 	fence   uint64                    // highest fencing token ever granted
 	applied uint64                    // index of the last applied entry
@@ -88,6 +94,7 @@ func NewTable() *Table {
 		locks:  make(map[lockID]*lockState),
 		conns:  make(map[string]map[lockID]int),
 		leases: btree.NewG(32, leaseLess),
+		ids:    btree.NewG(32, func(a, b lockID) bool { return compareIDs(a, b) < 0 }),
 		dirty:  make(map[lockID]struct{}),
 	}
 }
@@ -138,6 +145,8 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return t.expire(index, cmd)
 	case OpCleanupConnection:
 		return t.cleanup(index, cmd)
+	case OpForceRelease:
+		return t.forceRelease(index, cmd)
 	}
 	return refused(CodeMalformed)
 }
@@ -158,6 +167,8 @@ func (c Command) valid() bool {
 		return c.Kind.valid() && c.Key != ""
 	case OpCleanupConnection:
 		return c.ConnID != ""
+	case OpForceRelease:
+		return c.Kind.valid() && c.Key != ""
 	}
 	return false
 }
@@ -202,6 +213,7 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 		l.owner, l.connID, l.count = cmd.Owner, cmd.ConnID, 1
 		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
 		l.token = t.token(index)
+		l.acquiredAt = t.clock
 		t.fence = max(t.fence, l.token)
 		l.removeWaiter(cmd.Owner)
 		return Result{Code: CodeOK, Count: 1, WaitPosition: -1, Token: l.token}
@@ -321,6 +333,32 @@ func (t *Table) cleanup(index uint64, cmd Command) Result {
 	return Result{Code: CodeOK, WaitPosition: -1}
 }
 
+// forceRelease is the operator's release (the admin API): whatever the
+// owner and the reentrant count, the grant ends and the lock passes to the
+// next live waiter exactly as on a final RELEASE. A non-zero Token limits
+// it to that grant, so an operator who read the lock never frees a grant
+// made after the read. The result carries the released grant's token.
+func (t *Table) forceRelease(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return refused(CodeNotFound)
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	t.settle(index, id, l) // a lease already over is not force-released, it expired
+	switch {
+	case !l.held():
+		return refused(CodeNotFound)
+	case cmd.Token != 0 && l.token != cmd.Token:
+		return refused(CodeNotOwner)
+	}
+	released := l.token
+	l.free()
+	t.settle(index, id, l)
+	return Result{Code: CodeOK, WaitPosition: -1, Token: released}
+}
+
 // settle brings a lock up to the table clock: it drops waiters whose
 // deadline passed, ends a lease that is over, and hands a free lock to the
 // first live waiter. The hand-off is a grant like any other: a new fencing
@@ -339,13 +377,14 @@ func (t *Table) settle(index uint64, id lockID, l *lockState) {
 	l.owner, l.connID, l.count = w.owner, w.connID, 1
 	l.leaseEnd = t.leaseEnd(w.leaseMs)
 	l.token = t.token(index)
+	l.acquiredAt = t.clock
 	l.unclaimed = true
 	t.fence = max(t.fence, l.token)
 	t.notes = append(t.notes, Notification{ConnID: w.connID, Owner: w.owner, Kind: id.kind, Key: id.key, Token: l.token})
 }
 
 func (l *lockState) free() {
-	l.owner, l.connID, l.count, l.leaseEnd, l.unclaimed = "", "", 0, 0, false
+	l.owner, l.connID, l.count, l.leaseEnd, l.acquiredAt, l.unclaimed = "", "", 0, 0, 0, false
 }
 
 func (l *lockState) removeWaiter(owner string) {
@@ -392,6 +431,7 @@ func (t *Table) done(id lockID, l *lockState) {
 }
 
 func (t *Table) index(id lockID, l *lockState) {
+	t.ids.ReplaceOrInsert(id)
 	if l.held() {
 		t.held++
 		t.leases.ReplaceOrInsert(leaseItem{l.leaseEnd, id})
@@ -404,6 +444,7 @@ func (t *Table) index(id lockID, l *lockState) {
 }
 
 func (t *Table) unindex(id lockID, l *lockState) {
+	t.ids.Delete(id)
 	if l.held() {
 		t.held--
 		t.leases.Delete(leaseItem{l.leaseEnd, id})

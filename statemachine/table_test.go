@@ -31,6 +31,10 @@ func cleanup(conn string, now int64) Command {
 	return Command{Op: OpCleanupConnection, ConnID: conn, NowMs: now}
 }
 
+func forceRel(kind Kind, key string, token uint64, now int64) Command {
+	return Command{Op: OpForceRelease, Kind: kind, Key: key, Token: token, NowMs: now}
+}
+
 const (
 	R = KindReentrant
 	N = KindNonReentrant
@@ -74,7 +78,7 @@ func TestAcquireRelease(t *testing.T) {
 		{
 			name:  "acquire free lock",
 			steps: []step{{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)}},
-			end:   LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end:   LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "second owner refused without waiting",
@@ -82,7 +86,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "k", "b", "c2", 101, 1000, 0), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "same key under two types is two locks",
@@ -90,7 +94,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(R, "k", "b", "c2", 101, 1000, 0), ok(1, 2)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "keys are case sensitive",
@@ -98,7 +102,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "K", "b", "c2", 101, 1000, 0), ok(1, 2)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "reentrant counts up and down with the same token",
@@ -109,7 +113,7 @@ func TestAcquireRelease(t *testing.T) {
 				{rel(R, "k", "a", 400), ok(2, 0)},
 				{rel(R, "k", "a", 500), ok(1, 0)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1300, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1300, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "final release frees and deletes the entry",
@@ -127,7 +131,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(R, "k", "a", "c2", 900, 5000, 0), ok(2, 1)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c2", Count: 2, LeaseEnd: 5900, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c2", Count: 2, LeaseEnd: 5900, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "non-reentrant refuses its own holder and never queues it",
@@ -135,7 +139,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "k", "a", "c1", 101, 1000, 5000), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "nacos lock refuses re-entry",
@@ -143,7 +147,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(G, "k", "c1", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(G, "k", "c1", "c1", 101, 1000, 0), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name: "release by another owner is refused",
@@ -151,7 +155,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(G, "k", "c1", "c1", 100, 1000, 0), ok(1, 1)},
 				{rel(G, "k", "c2", 101), refused(CodeNotOwner)},
 			},
-			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1},
+			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
 		},
 		{
 			name:  "release of a lock that does not exist",
@@ -171,7 +175,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "b", "c2", 1100, 1000, 0), refused(CodeHeld)},
 				{acq(N, "k", "b", "c2", 1101, 1000, 0), ok(1, 3)},
 			},
-			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 2101, Token: 3},
+			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 2101, Token: 3, AcquiredAt: 1101},
 		},
 		{
 			name: "a command stamped in the past does not move the clock back",
@@ -181,7 +185,7 @@ func TestAcquireRelease(t *testing.T) {
 				// Stamped before the lease end, but the table clock is 5000.
 				{acq(N, "k", "b", "c2", 200, 1000, 0), ok(1, 3)},
 			},
-			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 6000, Token: 3},
+			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 6000, Token: 3, AcquiredAt: 5000},
 		},
 	}
 	for _, tt := range tests {
@@ -524,6 +528,14 @@ func checkInvariants(tb testing.TB, t *Table) {
 				tb.Fatalf("%v: owner %q queued twice or queued behind itself", id, w.owner)
 			}
 			owners[w.owner] = true
+		}
+	}
+	if t.ids.Len() != len(t.locks) {
+		tb.Fatalf("ordered index holds %d locks, the table %d", t.ids.Len(), len(t.locks))
+	}
+	for id := range t.locks {
+		if !t.ids.Has(id) {
+			tb.Fatalf("%v: not in the ordered index", id)
 		}
 	}
 	if held != t.held || queued != t.queued || held != t.leases.Len() {

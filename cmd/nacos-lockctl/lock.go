@@ -140,7 +140,11 @@ func (c *ctl) dial(ctx context.Context) (*client.Client, error) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	cl, err := client.Dial(dctx, net.JoinHostPort(host, strconv.Itoa(p+1000)), client.WithClientVersion("nacos-lockctl"))
+	opts := []client.Option{client.WithClientVersion("nacos-lockctl")}
+	if c.token != "" {
+		opts = append(opts, client.WithHeaders(map[string]string{"accessToken": c.token}))
+	}
+	cl, err := client.Dial(dctx, net.JoinHostPort(host, strconv.Itoa(p+1000)), opts...)
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", c.server, err)
 	}

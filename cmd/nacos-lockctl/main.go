@@ -1,11 +1,14 @@
-// Command nacos-lockctl operates nacos-lockd: it takes and inspects locks
-// over the real Nacos gRPC protocol and manages the cluster through the
-// admin API.
+// Command nacos-lockctl operates nacos-lockd: it takes and releases locks
+// over the real Nacos gRPC protocol, and lists, inspects and
+// force-releases them and manages the cluster through the admin API.
 //
-//	nacos-lockctl [--server 127.0.0.1:8848] [--json] <command>
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] [--token T] <command>
 //
 // --server is any node's main port; lock commands use its SDK port
-// (main + 1000), admin commands its HTTP API.
+// (main + 1000), admin commands its HTTP API. With auth on, --token (or
+// NACOS_LOCKD_TOKEN) carries an access token from `nacos-lockctl login`:
+// a global admin's for admin commands, one with write permission on the
+// key for lock commands.
 package main
 
 import (
@@ -27,7 +30,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	var code exitCode
 	switch {
@@ -48,13 +51,15 @@ func (e exitCode) Error() string { return fmt.Sprintf("exit status %d", int(e)) 
 type ctl struct {
 	server  string
 	json    bool
+	token   string // access token for the admin API and lock requests; "" with auth off
+	in      io.Reader
 	out     io.Writer
 	errOut  io.Writer
 	http    *http.Client
 	timeout time.Duration
 }
 
-const usage = `usage: nacos-lockctl [--server ip:port] [--json] <command>
+const usage = `usage: nacos-lockctl [--server ip:port] [--json] [--token T] <command>
 
 lock commands (Nacos gRPC protocol; flags: --type, --lease ms, --wait ms, --owner):
   try <key>                 one attempt (or wait up to --wait); exits 0 if granted, 3 if not
@@ -64,29 +69,50 @@ lock commands (Nacos gRPC protocol; flags: --type, --lease ms, --wait ms, --owne
   unlock <key> --owner o    release a lock held by owner o
   renew <key> --owner o     renew a lock held by owner o
 
-cluster commands (admin API):
+admin commands (admin API; with auth on, a global admin's --token):
+  ls                        held locks, a table (flags: --type, --prefix, --limit n
+                            (0 = all), --page n, --stale); follows the API's cursors
+  get <type> <key>          one lock: holder, connection, client IP, fencing token,
+                            acquired at, lease end and time left, count, waiters
+  force-release <type> <key>
+                            release whoever holds it; the next waiter gets it
+                            (--fencing-token n: only if that grant still holds it)
+  watch                     a table of held locks, refreshed every --interval (1s)
+                            until interrupted (--type, --prefix, --limit, --count n)
+  login --username u        print an access token for --token / NACOS_LOCKD_TOKEN
+                            (--password p, or --password-stdin)
   cluster list              members, their roles and ports
   cluster add <ip:port>     add a member (then start it with --join)
   cluster remove <ip:port>  remove a member
+
+exit status: 0 done; 3 refused (not granted, not held, changed hands); 1 error.
 `
 
-func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lockctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
 	server := fs.String("server", "127.0.0.1:8848", "a node's main port (HTTP admin API)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for the server")
+	token := fs.String("token", "", "access token, when auth is on (default $NACOS_LOCKD_TOKEN); see login")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
-	c := &ctl{server: *server, json: *asJSON, out: stdout, errOut: stderr, http: &http.Client{Timeout: *timeout}, timeout: *timeout}
+	if *token == "" {
+		*token = os.Getenv("NACOS_LOCKD_TOKEN") // not the flag's default: -help would print it
+	}
+	c := &ctl{server: *server, json: *asJSON, token: *token, in: stdin, out: stdout, errOut: stderr,
+		http: &http.Client{Timeout: *timeout}, timeout: *timeout}
 	rest := fs.Args()
 	if len(rest) >= 1 && lockCommands[rest[0]] {
 		return c.lockCommand(ctx, rest[0], rest[1:])
+	}
+	if len(rest) >= 1 && adminCommands[rest[0]] {
+		return c.adminCommand(ctx, rest[0], rest[1:])
 	}
 	if len(rest) < 2 || rest[0] != "cluster" {
 		fs.Usage()
@@ -121,30 +147,56 @@ func (c *ctl) do(ctx context.Context, method, path string, body any, out any) er
 		}
 		r = bytes.NewReader(b)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.server+path, r)
+	data, err := c.send(ctx, method, path, r, "application/json")
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", "application/json")
+	return json.Unmarshal(data, out)
+}
+
+// apiError is a reply other than 200 OK.
+type apiError struct {
+	Status int
+	Msg    string // "404 Not Found: ..."
+}
+
+func (e *apiError) Error() string { return e.Msg }
+
+// send makes one admin API call, with the access token when there is one,
+// and returns the body of a 200 reply; any other status is an *apiError.
+func (c *ctl) send(ctx context.Context, method, path string, body io.Reader, contentType string) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.server+path, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s: %w", method, path, err)
+		return nil, fmt.Errorf("%s %s: %w", method, req.URL.Path, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
-		return fmt.Errorf("read reply: %w", err)
+		return nil, fmt.Errorf("read reply: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		var e struct {
-			Error string `json:"error"`
+			Error   string `json:"error"`
+			Message string `json:"message"` // auth refusals
 		}
-		if json.Unmarshal(data, &e) == nil && e.Error != "" {
-			return fmt.Errorf("%s: %s", resp.Status, e.Error)
+		msg := string(bytes.TrimSpace(data))
+		if json.Unmarshal(data, &e) == nil && (e.Error != "" || e.Message != "") {
+			msg = e.Error + e.Message
 		}
-		return fmt.Errorf("%s: %s", resp.Status, bytes.TrimSpace(data))
+		if resp.StatusCode == http.StatusForbidden && c.token == "" {
+			msg += " (auth is on: pass --token or set NACOS_LOCKD_TOKEN; see nacos-lockctl login)"
+		}
+		return data, &apiError{Status: resp.StatusCode, Msg: resp.Status + ": " + msg}
 	}
-	return json.Unmarshal(data, out)
+	return data, nil
 }
 
 func (c *ctl) list(ctx context.Context) error {

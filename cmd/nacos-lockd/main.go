@@ -239,6 +239,9 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		Auth:         authn,
 		TokenTTL:     time.Duration(cfg.auth.ExpireSeconds) * time.Second,
 		Identity:     cfg.identity,
+		Locks:        node, // GET /v1/locks[/{lockType}/{key}], POST .../force-release
+		Connections:  gw,   // GET /v1/connections: this node's registered clients
+		Registerer:   reg,  // nacoslockd_admin_force_releases_total
 	}, node, log)
 
 	g, gctx := errgroup.WithContext(ctx)

@@ -317,7 +317,7 @@ func TestSnapshotExportRestore(t *testing.T) {
 	if err := runSnapshot([]string{"inspect", snap, "--keys"}, &out, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"format: nacos-lockd snapshot, version 2", "verified (__raft_snapshot_meta)", "locks: 8 held (1 handed to a waiter",
+	for _, want := range []string{"format: nacos-lockd snapshot, version 3", "verified (__raft_snapshot_meta)", "locks: 8 held (1 handed to a waiter",
 		"by type: NACOS_LOCK 2, NON_REENTRANT 3, REENTRANT 3", `lock REENTRANT "after-import" owner="o1"`, `lock REENTRANT "键-🔒"`, "lease ends: oldest "} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("inspect lacks %q:\n%s", want, out.String())
@@ -368,7 +368,7 @@ func TestSnapshotInspect(t *testing.T) {
 	atFixtureTime(t)
 	sm := filepath.Join("..", "..", "statemachine", "testdata")
 	for file, wants := range map[string][]string{
-		filepath.Join(sm, "snapshot-v1.zip"):    {"version 1 (this build writes 2)", "not recorded, not verified", "applied index: 14", "fence: 13", "token base: 0", "locks: 6 held (1 handed"},
+		filepath.Join(sm, "snapshot-v1.zip"):    {"version 1 (this build writes 3)", "not recorded, not verified", "applied index: 14", "fence: 13", "token base: 0", "locks: 6 held (1 handed"},
 		filepath.Join(sm, "snapshot-v2.stream"): {"version 2", "verified (stream checksum record)", "fence: 16", "token base: 3", `lock NACOS_LOCK "imported-legacy" owner="legacy-migrated"`},
 		nacosFixture("gen1-concurrenthashmap"):  {"Nacos lock snapshot, Gen 1, java.util.concurrent.ConcurrentHashMap of 6 entries", "would keep 2 locks", `lock NACOS_LOCK "held-live"`},
 	} {

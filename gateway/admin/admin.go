@@ -1,6 +1,9 @@
 // Package admin is the HTTP API on the Nacos main port: health and
-// readiness probes and cluster membership. It is how operators and
-// nacos-lockctl manage a node; lock clients never use it.
+// readiness probes, cluster membership, the lock table (list, get, force
+// release) and this node's connections. It is how operators and
+// nacos-lockctl manage a node; lock clients never use it. It never
+// imports statemachine: the lock routes read through the Locks interface,
+// in statemachine/lockview's plain values.
 package admin
 
 import (
@@ -15,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/gateway/auth"
@@ -62,6 +66,14 @@ type Config struct {
 	// on, a request carrying it may change the membership, so that a new
 	// node can --join without an admin token.
 	Identity [2]string
+	// Locks serves /v1/locks (list, get, force release); nil leaves those
+	// routes out.
+	Locks Locks
+	// Connections serves GET /v1/connections; nil leaves it out.
+	Connections Connections
+	// Registerer is where the API registers its series (force releases);
+	// nil records none.
+	Registerer prometheus.Registerer
 }
 
 // Server serves the admin API.
@@ -70,6 +82,8 @@ type Server struct {
 	cluster Cluster
 	log     zerolog.Logger
 	mux     *http.ServeMux
+	m       *metrics         // nil records nothing
+	now     func() time.Time // wall clock for time-left figures
 }
 
 // New builds the API.
@@ -93,6 +107,7 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 	if cfg.Metrics != nil {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
+	s.addLockRoutes() // locks.go
 	return s
 }
 
@@ -264,7 +279,8 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 }
 
 // admin guards an admin route: with auth on, only a global admin's token
-// (accessToken query parameter or header, or Authorization: Bearer) passes.
+// (accessToken query parameter or header, or Authorization: Bearer) passes,
+// and the handler finds the user's name with actor (locks.go).
 func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if s.cfg.Auth == nil {
@@ -285,7 +301,7 @@ func (s *Server) admin(h http.HandlerFunc) http.HandlerFunc {
 		case !u.GlobalAdmin:
 			writeJSON(w, http.StatusForbidden, map[string]any{"code": http.StatusForbidden, "message": auth.ErrForbidden.Error()})
 		default:
-			h(w, r)
+			h(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u.Username)))
 		}
 	}
 }
