@@ -39,6 +39,9 @@ const (
 	PropLockMaxConnections       = "nacos.lock.max_connections"
 	PropLockMaxConnectionsPerIP  = "nacos.lock.max_connections_per_ip"
 	PropLockMaxRequestsPerSecond = "nacos.lock.max_requests_per_second"
+	// Table limits (nacos-lockd): lock entries in total, waiters per lock.
+	PropLockMaxLocks          = "nacos.lock.max_locks"
+	PropLockMaxWaitersPerLock = "nacos.lock.max_waiters_per_lock"
 	// PropLockRequestTimeout is how long, in ms, a lock request may wait for
 	// Raft (nacos-lockd).
 	PropLockRequestTimeout = "nacos.lock.request_timeout"
@@ -76,5 +79,7 @@ const (
 	DefaultLockMaxConnections       = 10_000
 	DefaultLockMaxConnectionsPerIP  = 256
 	DefaultLockMaxRequestsPerSecond = 2000
+	DefaultLockMaxLocks             = 2_000_000
+	DefaultLockMaxWaitersPerLock    = 10_000
 	DefaultRaftSnapshotEntries      = 10_000
 )

@@ -20,6 +20,8 @@ type LockSettings struct {
 	MaxConnections    int   // PropLockMaxConnections
 	MaxConnsPerIP     int   // PropLockMaxConnectionsPerIP
 	MaxRequestsPerSec int   // PropLockMaxRequestsPerSecond
+	MaxLocks          int64 // PropLockMaxLocks
+	MaxWaitersPerLock int64 // PropLockMaxWaitersPerLock
 	RequestTimeoutMs  int64 // PropLockRequestTimeout
 	NodeGraceMs       int64 // PropLockNodeGrace
 	SnapshotEntries   int64 // PropRaftSnapshotEntries
@@ -53,6 +55,8 @@ func DefaultLockSettings() LockSettings {
 		MaxConnections:    DefaultLockMaxConnections,
 		MaxConnsPerIP:     DefaultLockMaxConnectionsPerIP,
 		MaxRequestsPerSec: DefaultLockMaxRequestsPerSecond,
+		MaxLocks:          DefaultLockMaxLocks,
+		MaxWaitersPerLock: DefaultLockMaxWaitersPerLock,
 		RequestTimeoutMs:  DefaultLockRequestTimeoutMs,
 		NodeGraceMs:       DefaultLockNodeGraceMs,
 		SnapshotEntries:   DefaultRaftSnapshotEntries,
@@ -92,6 +96,8 @@ func LockSettingsFrom(p Properties) (LockSettings, error) {
 	readInt(PropLockMaxConnections, &s.MaxConnections)
 	readInt(PropLockMaxConnectionsPerIP, &s.MaxConnsPerIP)
 	readInt(PropLockMaxRequestsPerSecond, &s.MaxRequestsPerSec)
+	readInt64(PropLockMaxLocks, &s.MaxLocks)
+	readInt64(PropLockMaxWaitersPerLock, &s.MaxWaitersPerLock)
 	readInt64(PropLockRequestTimeout, &s.RequestTimeoutMs)
 	readInt64(PropLockNodeGrace, &s.NodeGraceMs)
 	readInt64(PropRaftSnapshotEntries, &s.SnapshotEntries)
@@ -140,6 +146,8 @@ func (s LockSettings) validate(p Properties) error {
 	between(PropLockMaxConnections, int64(s.MaxConnections), 1, 1<<24)
 	between(PropLockMaxConnectionsPerIP, int64(s.MaxConnsPerIP), 1, 1<<24)
 	between(PropLockMaxRequestsPerSecond, int64(s.MaxRequestsPerSec), 1, 1<<30)
+	between(PropLockMaxLocks, s.MaxLocks, 1, 1<<40)
+	between(PropLockMaxWaitersPerLock, s.MaxWaitersPerLock, 1, 1<<32-1)
 	between(PropLockRequestTimeout, s.RequestTimeoutMs, 1, MaxMillis)
 	between(PropLockNodeGrace, s.NodeGraceMs, 1, MaxMillis)
 	between(PropRaftSnapshotEntries, s.SnapshotEntries, 10, 1<<40)

@@ -95,6 +95,7 @@ func TestLockSettingsDefaults(t *testing.T) {
 		MaxWaitMs: 1800000, MaxKeyLength: 4096, MaxOwnerLength: 1024, RequestTimeoutMs: 2500,
 		NodeGraceMs: 15000, SnapshotEntries: 10000,
 		MaxParamsBytes: 4096, MaxConnections: 10000, MaxConnsPerIP: 256, MaxRequestsPerSec: 2000,
+		MaxLocks: 2000000, MaxWaitersPerLock: 10000,
 	}
 	if got != want || DefaultLockSettings() != want {
 		t.Fatalf("defaults = %+v / %+v, want %+v", got, DefaultLockSettings(), want)
@@ -125,6 +126,7 @@ func TestLockSettingsFrom(t *testing.T) {
 		MaxWaitMs: 120000, MaxKeyLength: 512, MaxOwnerLength: 256, RequestTimeoutMs: 3000,
 		NodeGraceMs: 4000, SnapshotEntries: 10000,
 		MaxParamsBytes: 4096, MaxConnections: 10000, MaxConnsPerIP: 256, MaxRequestsPerSec: 2000,
+		MaxLocks: 2000000, MaxWaitersPerLock: 10000,
 	}
 	if got != want {
 		t.Fatalf("got %+v, want %+v", got, want)

@@ -33,6 +33,10 @@ type Config struct {
 	MaxKeyLength    int           // nacos.lock.max_key_length, 4096 bytes
 	MaxOwnerLength  int           // nacos.lock.max_owner_length, 1024 bytes
 	MaxParamsBytes  int           // nacos.lock.max_params_bytes, 4096 bytes of params JSON
+	// Table limits, stamped into every ACQUIRE so all replicas enforce the
+	// same: lock entries in total (a memory guard) and waiters per lock.
+	MaxLocks          uint64 // nacos.lock.max_locks, 2000000
+	MaxWaitersPerLock uint32 // nacos.lock.max_waiters_per_lock, 10000
 
 	// Connection and rate limits: exceeding one never affects other clients.
 	MaxConnections      int     // nacos.lock.max_connections, 10000 registered connections
@@ -98,6 +102,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxOwnerLength == 0 {
 		c.MaxOwnerLength = 1024
+	}
+	if c.MaxLocks == 0 {
+		c.MaxLocks = 2_000_000
+	}
+	if c.MaxWaitersPerLock == 0 {
+		c.MaxWaitersPerLock = 10_000
 	}
 	if c.MaxParamsBytes == 0 {
 		c.MaxParamsBytes = 4096

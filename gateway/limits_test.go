@@ -126,3 +126,26 @@ func TestTLS(t *testing.T) {
 		}
 	})
 }
+
+func TestTableLimits(t *testing.T) {
+	ts := startServer(t, Config{MaxLocks: 2, MaxWaitersPerLock: 1})
+	c := dial(t, ts)
+	lockCall(t, c, protocol.OpAcquire, gen2("a", "NON_REENTRANT", "o", 60000, -1))
+	lockCall(t, c, protocol.OpAcquire, gen2("b", "NON_REENTRANT", "o", 60000, -1))
+	r := lockCall(t, c, protocol.OpAcquire, gen2("c", "NON_REENTRANT", "o", 60000, -1))
+	if r.ResultCode != 500 || r.ErrorCode != 503 || !strings.Contains(r.Message, "nacos.lock.max_locks") {
+		t.Fatalf("lock limit: %+v", r)
+	}
+	if r := lockCall(t, c, protocol.OpAcquire, gen2("a", "NON_REENTRANT", "w1", 60000, 60000)); r.LockResult.WaitPosition != 0 {
+		t.Fatalf("first waiter: %+v", r.LockResult)
+	}
+	r = lockCall(t, c, protocol.OpAcquire, gen2("a", "NON_REENTRANT", "w2", 60000, 60000))
+	if r.ResultCode != 500 || r.ErrorCode != 503 || !strings.Contains(r.Message, "nacos.lock.max_waiters_per_lock") {
+		t.Fatalf("waiter limit: %+v", r)
+	}
+	for _, l := range []string{"locks", "waiters_per_lock"} {
+		if got := testutil.ToFloat64(ts.srv.m.limits.WithLabelValues(l)); got != 1 {
+			t.Errorf("%s rejections %v", l, got)
+		}
+	}
+}

@@ -83,6 +83,16 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
 		return lockFailure(writeFailure(req.LockOperationEnum))
 	}
+	if res.Code == statemachine.CodeTooManyLocks || res.Code == statemachine.CodeTooManyWaiters {
+		limit := map[statemachine.Code]string{statemachine.CodeTooManyLocks: "locks", statemachine.CodeTooManyWaiters: "waiters_per_lock"}[res.Code]
+		s.m.limited(limit)
+		s.m.request(opLabel(cmd.Op), "limited", time.Since(start), nacosOp)
+		c.log.Debug().Str("limit", limit).Msg("lock request refused by a table limit")
+		return protocol.NewLockOperationResponse(
+			protocol.Failure(protocol.CodeFailure, protocol.CodeOverThreshold, res.Message()),
+			protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: res.Message()},
+		)
+	}
 	if res.Code == statemachine.CodeMalformed {
 		// The gateway validated the command, so this is our bug, not the client's.
 		c.log.Error().Str("op", cmd.Op.String()).Msg("state machine rejected a validated command")
@@ -178,6 +188,7 @@ func (s *Server) command(c *conn, req *protocol.LockOperationRequest) (statemach
 		}
 		cmd.Op = statemachine.OpAcquire
 		cmd.LeaseMs = s.lease(*li.ExpiredTime)
+		cmd.MaxLocks, cmd.MaxWaiters = s.cfg.MaxLocks, s.cfg.MaxWaitersPerLock
 		if w := li.WaitMs(); w > 0 {
 			cmd.WaitMs = min(w, s.cfg.MaxWait.Milliseconds())
 		}

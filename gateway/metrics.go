@@ -14,7 +14,7 @@ import (
 var (
 	opLabels     = []string{"acquire", "release", "renew", "cancel_wait", "invalid"}
 	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "limited", "unavailable", "error"}
-	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second"}
+	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second", "locks", "waiters_per_lock"}
 	pushLabels   = []string{"lock_notification", "connect_reset"}
 )
 

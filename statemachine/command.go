@@ -100,18 +100,32 @@ type Command struct {
 	// to end. On FORCE_RELEASE a non-zero Token limits the release to that
 	// grant; 0 releases whoever holds the lock.
 	Token uint64
+	// MaxWaiters and MaxLocks are the gateway's limits, carried in the
+	// command so every replica enforces the same ones: ACQUIRE refuses to
+	// queue beyond MaxWaiters waiters on a lock, and to create a lock entry
+	// when the table already holds MaxLocks. 0 means no limit.
+	MaxWaiters uint32
+	MaxLocks   uint64
 }
 
-// commandVersion is the first byte of every encoded command. A future
-// format gets a new version and this package keeps decoding the old one.
-const commandVersion = 1
+// Command encodings. Version 1 is the original layout; version 2 appends
+// the limits. Encode writes version 1 when there are no limits, so such
+// entries stay readable by builds that predate version 2.
+const (
+	commandVersion   = 1
+	commandVersionV2 = 2
+)
 
 var errMalformed = errors.New("malformed command")
 
 // Encode serialises the command for the Raft log.
 func (c Command) Encode() []byte {
-	b := make([]byte, 0, 32+len(c.Key)+len(c.Owner)+len(c.ConnID))
-	b = append(b, commandVersion, byte(c.Op))
+	b := make([]byte, 0, 40+len(c.Key)+len(c.Owner)+len(c.ConnID))
+	version := byte(commandVersion)
+	if c.MaxWaiters != 0 || c.MaxLocks != 0 {
+		version = commandVersionV2
+	}
+	b = append(b, version, byte(c.Op))
 	b = binary.AppendVarint(b, c.NowMs)
 	b = append(b, byte(c.Kind))
 	b = appendString(b, c.Key)
@@ -125,6 +139,10 @@ func (c Command) Encode() []byte {
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, c.Token)
+	if version == commandVersionV2 {
+		b = binary.AppendUvarint(b, uint64(c.MaxWaiters))
+		b = binary.AppendUvarint(b, c.MaxLocks)
+	}
 	return b
 }
 
@@ -133,8 +151,9 @@ func (c Command) Encode() []byte {
 func DecodeCommand(data []byte) (Command, error) {
 	r := reader{b: data}
 	var c Command
-	if v := r.byte(); v != commandVersion {
-		return Command{}, fmt.Errorf("%w: version %d", errMalformed, v)
+	version := r.byte()
+	if version != commandVersion && version != commandVersionV2 {
+		return Command{}, fmt.Errorf("%w: version %d", errMalformed, version)
 	}
 	c.Op = Op(r.byte())
 	c.NowMs = r.varint()
@@ -147,6 +166,18 @@ func DecodeCommand(data []byte) (Command, error) {
 	flags := r.byte()
 	c.Retry = flags&1 != 0
 	c.Token = r.uvarint()
+	if version == commandVersionV2 {
+		mw := r.uvarint()
+		c.MaxLocks = r.uvarint()
+		if mw > 1<<32-1 {
+			return Command{}, fmt.Errorf("%w: waiter limit %d", errMalformed, mw)
+		}
+		c.MaxWaiters = uint32(mw)
+		if r.err == nil && c.MaxWaiters == 0 && c.MaxLocks == 0 {
+			// Encode never writes that: one command, one encoding.
+			return Command{}, fmt.Errorf("%w: version 2 without limits", errMalformed)
+		}
+	}
 	if r.err != nil {
 		return Command{}, r.err
 	}

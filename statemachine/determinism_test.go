@@ -33,6 +33,9 @@ func randomCommands(seed uint64, n int) []Command {
 			if r.IntN(2) == 0 {
 				c.WaitMs = r.Int64N(3000)
 			}
+			if r.IntN(3) == 0 { // the gateway's limits (command version 2)
+				c.MaxWaiters, c.MaxLocks = uint32(1+r.IntN(3)), uint64(2+r.IntN(3))
+			}
 		case p < 65:
 			c.Op = OpRelease
 		case p < 75:

@@ -10,12 +10,14 @@ import (
 type Code uint8
 
 const (
-	CodeOK         Code = iota // granted, released, renewed, cancelled, expired or cleaned up
-	CodeHeld                   // the lock is held by another owner (the caller may have been queued)
-	CodeNotOwner               // release or renew by someone who does not hold the lock
-	CodeNotFound               // release or renew of a lock that is free or does not exist
-	CodeNotExpired             // EXPIRE of a lease that is not over, or was renewed or re-granted
-	CodeMalformed              // the entry could not be decoded or is not a valid command
+	CodeOK             Code = iota // granted, released, renewed, cancelled, expired or cleaned up
+	CodeHeld                       // the lock is held by another owner (the caller may have been queued)
+	CodeNotOwner                   // release or renew by someone who does not hold the lock
+	CodeNotFound                   // release or renew of a lock that is free or does not exist
+	CodeNotExpired                 // EXPIRE of a lease that is not over, or was renewed or re-granted
+	CodeMalformed                  // the entry could not be decoded or is not a valid command
+	CodeTooManyLocks               // ACQUIRE of a new lock while the table holds MaxLocks
+	CodeTooManyWaiters             // ACQUIRE that would queue beyond MaxWaiters
 )
 
 // Nacos result strings, shown to clients as lockResult.errorMessage.
@@ -25,6 +27,9 @@ const (
 	MsgNotFound   = "Lock does not exist or already expired"
 	MsgNotExpired = "Lock not expired or not found"
 	MsgMalformed  = "lockOperation is not exist."
+	// Ours: the limits the gateway stamps into commands.
+	MsgTooManyLocks   = "Too many locks: the server holds the most lock entries it is configured for (nacos.lock.max_locks)"
+	MsgTooManyWaiters = "Too many waiters for this lock (nacos.lock.max_waiters_per_lock)"
 )
 
 func (c Code) String() string {
@@ -41,6 +46,10 @@ func (c Code) String() string {
 		return "not_expired"
 	case CodeMalformed:
 		return "malformed"
+	case CodeTooManyLocks:
+		return "too_many_locks"
+	case CodeTooManyWaiters:
+		return "too_many_waiters"
 	}
 	return fmt.Sprintf("code_%d", uint8(c))
 }
@@ -74,6 +83,10 @@ func (r Result) Message() string {
 		return MsgNotExpired
 	case CodeMalformed:
 		return MsgMalformed
+	case CodeTooManyLocks:
+		return MsgTooManyLocks
+	case CodeTooManyWaiters:
+		return MsgTooManyWaiters
 	}
 	return ""
 }

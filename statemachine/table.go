@@ -185,6 +185,10 @@ const maxTime = int64(^uint64(0) >> 1)
 
 func (t *Table) acquire(index uint64, cmd Command) Result {
 	id := lockID{cmd.Kind, cmd.Key}
+	if _, exists := t.locks[id]; !exists && cmd.MaxLocks > 0 && uint64(len(t.locks)) >= cmd.MaxLocks {
+		// The memory guard: no new entries, existing locks keep working.
+		return refused(CodeTooManyLocks)
+	}
 	l := t.edit(id)
 	defer t.done(id, l)
 	t.settle(index, id, l)
@@ -220,6 +224,9 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 	}
 	if cmd.WaitMs <= 0 {
 		return refused(CodeHeld)
+	}
+	if cmd.MaxWaiters > 0 && len(l.waiters) >= int(cmd.MaxWaiters) && !l.isQueued(cmd.Owner) {
+		return refused(CodeTooManyWaiters)
 	}
 	pos := l.enqueue(waiter{
 		owner:    cmd.Owner,
@@ -385,6 +392,10 @@ func (t *Table) settle(index uint64, id lockID, l *lockState) {
 
 func (l *lockState) free() {
 	l.owner, l.connID, l.count, l.leaseEnd, l.acquiredAt, l.unclaimed = "", "", 0, 0, 0, false
+}
+
+func (l *lockState) isQueued(owner string) bool {
+	return slices.ContainsFunc(l.waiters, func(w waiter) bool { return w.owner == owner })
 }
 
 func (l *lockState) removeWaiter(owner string) {

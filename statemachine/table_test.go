@@ -545,3 +545,49 @@ func checkInvariants(tb testing.TB, t *Table) {
 		tb.Fatalf("connection index:\n got %v\nwant %v", t.conns, conns)
 	}
 }
+
+func TestLimitsCarriedInCommands(t *testing.T) {
+	withLimits := func(c Command, waiters uint32, locks uint64) Command {
+		c.MaxWaiters, c.MaxLocks = waiters, locks
+		return c
+	}
+	tb := run(t, []step{
+		{withLimits(acq(N, "a", "o1", "c1", 100, 60000, 0), 2, 2), ok(1, 1)},
+		{withLimits(acq(N, "b", "o1", "c1", 100, 60000, 0), 2, 2), ok(1, 2)},
+		// A third lock entry is refused; existing ones keep working.
+		{withLimits(acq(N, "c", "o1", "c1", 100, 60000, 0), 2, 2), refused(CodeTooManyLocks)},
+		{withLimits(acq(N, "a", "o2", "c2", 100, 60000, 5000), 2, 2), queued(0)},
+		{withLimits(acq(N, "a", "o3", "c3", 100, 60000, 5000), 2, 2), queued(1)},
+		// The queue is full for newcomers, not for those already in it.
+		{withLimits(acq(N, "a", "o4", "c4", 100, 60000, 5000), 2, 2), refused(CodeTooManyWaiters)},
+		{withLimits(acq(N, "a", "o3", "c3", 110, 60000, 5000), 2, 2), queued(1)},
+		// Without limits (version 1 commands) nothing is refused.
+		{acq(N, "c", "o1", "c1", 100, 60000, 0), ok(1, 8)},
+	})
+	if tb.Stats().Locks != 3 {
+		t.Fatalf("%+v", tb.Stats())
+	}
+}
+
+func TestCommandEncodingVersions(t *testing.T) {
+	plain := acq(N, "k", "o", "c", 100, 1000, 0)
+	if b := plain.Encode(); b[0] != commandVersion {
+		t.Fatalf("a command without limits encodes as version %d", b[0])
+	}
+	limited := plain
+	limited.MaxWaiters, limited.MaxLocks = 7, 1<<40
+	b := limited.Encode()
+	if b[0] != commandVersionV2 {
+		t.Fatalf("version %d", b[0])
+	}
+	back, err := DecodeCommand(b)
+	if err != nil || back != limited {
+		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	// Version 2 with zero limits is never written, so it is refused.
+	bad := append([]byte{commandVersionV2}, plain.Encode()[1:]...)
+	bad = append(bad, 0, 0)
+	if _, err := DecodeCommand(bad); err == nil {
+		t.Fatal("version 2 without limits accepted")
+	}
+}

@@ -159,6 +159,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		MaxKeyLength:        cfg.lock.MaxKeyLength,
 		MaxOwnerLength:      cfg.lock.MaxOwnerLength,
 		MaxParamsBytes:      cfg.lock.MaxParamsBytes,
+		MaxLocks:            uint64(cfg.lock.MaxLocks),
+		MaxWaitersPerLock:   uint32(cfg.lock.MaxWaitersPerLock),
 		MaxConnections:      cfg.lock.MaxConnections,
 		MaxConnectionsPerIP: cfg.lock.MaxConnsPerIP,
 		RequestsPerSecond:   float64(cfg.lock.MaxRequestsPerSec),
