@@ -73,6 +73,43 @@ public final class LockdServer {
         this.config = config;
     }
 
+    /** Extra command-line arguments (cluster mode). */
+    private final List<String> extraArgs = new ArrayList<>();
+
+    /**
+     * Starts an n-node cluster on loopback: picks every node's ports, writes one cluster.conf,
+     * launches all processes at once (a node only becomes ready once a quorum is up) and waits
+     * for each to log ready.
+     */
+    public static List<LockdServer> startCluster(String name, int n, Map<String, String> config)
+            throws IOException, InterruptedException {
+        Path work = workDir();
+        List<LockdServer> nodes = new ArrayList<>();
+        StringBuilder conf = new StringBuilder("# written by LockdServer.startCluster\n");
+        for (int i = 0; i < n; i++) {
+            LockdServer s = new LockdServer(name + "-node" + i, config);
+            s.port = pickPort();
+            while (clashes(nodes, s.port)) {
+                s.port = pickPort();
+            }
+            nodes.add(s);
+            conf.append("127.0.0.1:").append(s.port).append('\n');
+        }
+        Path confFile = Files.createTempFile(Files.createDirectories(work.resolve("logs")), name + "-", "-cluster.conf");
+        Files.writeString(confFile, conf);
+        Path data = Files.createDirectories(work.resolve("data"));
+        for (LockdServer s : nodes) {
+            s.extraArgs.addAll(List.of("--cluster-conf", confFile.toString(), "--ip", "127.0.0.1"));
+            s.dataDir = Files.createTempDirectory(data, s.name + "-");
+            s.spawn(s.name + "-" + SEQUENCE.incrementAndGet());
+        }
+        for (LockdServer s : nodes) {
+            s.awaitReady();
+            s.ready = true;
+        }
+        return nodes;
+    }
+
     /** Absolute path of the binary, from {@value #BINARY_PROPERTY}; fails clearly if unusable. */
     public static Path binary() {
         String value = System.getProperty(BINARY_PROPERTY);
@@ -158,7 +195,24 @@ public final class LockdServer {
         return exitCode;
     }
 
+    /** Whether port's triple (port-1000, port, port+1000) overlaps another node's. */
+    private static boolean clashes(List<LockdServer> nodes, int port) {
+        for (LockdServer o : nodes) {
+            int d = Math.abs(o.port - port);
+            if (d == 0 || d == 1000 || d == 2000) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     private void launch(String id) throws IOException, InterruptedException {
+        spawn(id);
+        awaitReady();
+        ready = true;
+    }
+
+    private void spawn(String id) throws IOException {
         Path work = workDir();
         Path logs = Files.createDirectories(work.resolve("logs"));
         logFile = logs.resolve(id + ".stderr.log");
@@ -174,12 +228,11 @@ public final class LockdServer {
             cmd.add("--config");
             cmd.add(cfg.toString());
         }
+        cmd.addAll(extraArgs);
         process = new ProcessBuilder(cmd).redirectOutput(logs.resolve(id + ".stdout.log").toFile())
                 .redirectError(logFile.toFile()).start();
         exitCode = null;
         ready = false;
-        awaitReady();
-        ready = true;
     }
 
     private void awaitReady() throws IOException, InterruptedException {
