@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,80 +11,37 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"nacos-lockd/interop/procs"
 )
 
-// These tests run the real server and the real CLI as processes.
-
-var bins = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nacos-lockctl-test")
-	if err != nil {
-		return "", err
-	}
-	for _, pkg := range []string{"nacos-lockd/cmd/nacos-lockd", "nacos-lockd/cmd/nacos-lockctl"} {
-		out, err := exec.Command("go", "build", "-o", dir+"/", pkg).CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	return dir, nil
-})
+// These tests run the real server and the real CLI as processes
+// (interop/procs).
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if dir, err := bins(); err == nil {
-		os.RemoveAll(dir)
+	var err error
+	if ctlBinary, err = procs.BuildBinary("nacos-lockctl"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
 	}
+	code := m.Run()
+	procs.Cleanup()
 	os.Exit(code)
 }
 
 func startServer(t *testing.T) string {
 	t.Helper()
-	dir, err := bins()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var port int
-	for range 200 {
-		p := 21000 + rand.IntN(40000)
-		ok := true
-		for _, q := range []int{p - 1000, p, p + 1000} {
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			port = p
-			break
-		}
-	}
-	logPath := filepath.Join(t.TempDir(), "server.log")
-	logFile, _ := os.Create(logPath)
-	cmd := exec.Command(filepath.Join(dir, "nacos-lockd"), "--port", fmt.Sprint(port), "--data-dir", t.TempDir())
-	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, _ := os.ReadFile(logPath)
-		if bytes.Contains(b, []byte(`"message":"nacos-lockd ready"`)) {
-			return fmt.Sprintf("127.0.0.1:%d", port)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server not ready:\n%s", b)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	n := procs.New(t, procs.FreePorts(t, 1)[0], filepath.Join(t.TempDir(), "data"))
+	n.StartReady()
+	return n.HTTPAddr()
 }
 
 func ctlCmd(ctx context.Context, server string, args ...string) *exec.Cmd {
-	dir, _ := bins()
-	return exec.CommandContext(ctx, filepath.Join(dir, "nacos-lockctl"), append([]string{"--server", server}, args...)...)
+	return exec.CommandContext(ctx, ctlBinary, append([]string{"--server", server}, args...)...)
 }
+
+// ctlBinary is the CLI under test, built once by TestMain.
+var ctlBinary string
 
 func TestTryUnlockRenew(t *testing.T) {
 	server := startServer(t)

@@ -15,16 +15,13 @@ import (
 	"time"
 
 	"nacos-lockd/interop/client"
+	"nacos-lockd/interop/procs"
 	"nacos-lockd/protocol"
 )
 
 func runBinary(t *testing.T, stdin string, args ...string) (string, error) {
 	t.Helper()
-	bin, err := buildOnce()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, args...)
+	cmd := exec.Command(procs.Binary(t, "nacos-lockd"), args...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

@@ -200,7 +200,7 @@ func TestWipedFollowerCatchesUpBySnapshot(t *testing.T) {
 		mustCall(t, cl, protocol.OpAcquire, nonReentrant(fmt.Sprint("held-", i), "o:1", 600000, -1))
 	}
 	c.kill(follower)
-	if err := os.RemoveAll(c.nodes[follower].dataDir); err != nil {
+	if err := os.RemoveAll(c.nodes[follower].DataDir); err != nil {
 		t.Fatal(err)
 	}
 	for i := 60; i < 100; i++ {
@@ -210,7 +210,7 @@ func TestWipedFollowerCatchesUpBySnapshot(t *testing.T) {
 	// asks the others to replace its old incarnation.
 	c.start(follower, "--join")
 	deadline := time.Now().Add(30 * time.Second)
-	for !logHas(c.nodes[follower].logPath, "lock table recovered from snapshot") {
+	for !logHas(c.nodes[follower].LogPath, "lock table recovered from snapshot") {
 		if time.Now().After(deadline) {
 			t.Fatal("the wiped follower did not install a snapshot")
 		}
@@ -328,7 +328,7 @@ func TestGracefulLeaderShutdownTransfersLeadership(t *testing.T) {
 	cl := c.client(leader)
 	mustCall(t, cl, protocol.OpAcquire, nonReentrant("kept", "o:1", 600000, -1))
 	c.term(leader)
-	if !logHas(c.nodes[leader].logPath, "leadership transferred before shutdown") {
+	if !logHas(c.nodes[leader].LogPath, "leadership transferred before shutdown") {
 		t.Fatal("the leader did not hand over leadership before stopping")
 	}
 	if _, err := client.WaitPush[*protocol.ConnectResetRequest](context.Background(), cl); err != nil {

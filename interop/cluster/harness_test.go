@@ -3,137 +3,44 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"nacos-lockd/interop/client"
+	"nacos-lockd/interop/procs"
 )
-
-var buildBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nacos-lockd-cluster-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nacos-lockd")
-	out, err := exec.Command("go", "build", "-o", bin, "nacos-lockd/cmd/nacos-lockd").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-var buildCtl = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "nacos-lockctl-bin")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "nacos-lockctl")
-	out, err := exec.Command("go", "build", "-o", bin, "nacos-lockd/cmd/nacos-lockctl").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	for _, build := range []func() (string, error){buildBinary, buildCtl} {
-		if bin, err := build(); err == nil {
-			os.RemoveAll(filepath.Dir(bin))
-		}
-	}
+	procs.Cleanup()
 	os.Exit(code)
 }
 
-// lockctl runs nacos-lockctl against node i's admin API.
-func (c *cluster) lockctl(i int, args ...string) (string, error) {
-	c.t.Helper()
-	bin, err := buildCtl()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	out, err := exec.Command(bin, append([]string{"--server", c.nodes[i].httpAddr()}, args...)...).CombinedOutput()
-	return string(out), err
-}
-
+// node is one member: its process (interop/procs) and its address as
+// cluster.conf lists it.
 type node struct {
-	port    int
-	dataDir string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	stopped bool // SIGSTOPped
+	*procs.Node
 }
 
-func (n *node) running() bool {
-	if n.cmd == nil {
-		return false
-	}
-	select {
-	case <-n.exited:
-		return false
-	default:
-		return true
-	}
-}
-
-func (n *node) grpcAddr() string { return fmt.Sprintf("127.0.0.1:%d", n.port+1000) }
-func (n *node) httpAddr() string { return fmt.Sprintf("127.0.0.1:%d", n.port) }
-func (n *node) address() string  { return fmt.Sprintf("127.0.0.1:%d", n.port) }
+func (n *node) address() string  { return n.HTTPAddr() }
+func (n *node) httpAddr() string { return n.HTTPAddr() }
+func (n *node) grpcAddr() string { return n.GRPCAddr() }
+func (n *node) running() bool    { return n.Running() }
 
 type cluster struct {
-	t      *testing.T
-	dir    string
-	conf   string
-	props  string
-	nodes  []*node
-	starts int
-}
-
-// freePorts finds n main ports P with P-1000, P and P+1000 free.
-func freePorts(t *testing.T, n int) []int {
-	t.Helper()
-	var out []int
-	used := map[int]bool{}
-	for tries := 0; len(out) < n && tries < 1000; tries++ {
-		p := 21000 + rand.IntN(40000)
-		ok := true
-		for _, q := range []int{p - 1000, p, p + 1000} {
-			if used[q] {
-				ok = false
-				break
-			}
-			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", q))
-			if err != nil {
-				ok = false
-				break
-			}
-			l.Close()
-		}
-		if ok {
-			for _, q := range []int{p - 1000, p, p + 1000} {
-				used[q] = true
-			}
-			out = append(out, p)
-		}
-	}
-	if len(out) < n {
-		t.Fatal("not enough free ports")
-	}
-	return out
+	t     *testing.T
+	dir   string
+	conf  string
+	props string
+	nodes []*node
 }
 
 // newCluster writes cluster.conf for n nodes (plus spare ports for nodes
@@ -150,24 +57,17 @@ func newCluster(t *testing.T, n, spare int, props map[string]string) *cluster {
 	if err := os.WriteFile(c.props, []byte(p.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for i, port := range freePorts(t, n+spare) {
-		c.nodes = append(c.nodes, &node{port: port, dataDir: filepath.Join(c.dir, fmt.Sprintf("node%d", i))})
-	}
-	c.writeConf(n)
 	t.Cleanup(func() {
-		for _, nd := range c.nodes {
-			if nd.running() {
-				if nd.stopped {
-					_ = nd.cmd.Process.Signal(syscall.SIGCONT)
-				}
-				_ = nd.cmd.Process.Kill()
-				<-nd.exited
-			}
-		}
 		if t.Failed() {
 			c.dumpLogs()
 		}
 	})
+	for i, port := range procs.FreePorts(t, n+spare) {
+		dataDir := filepath.Join(c.dir, fmt.Sprintf("node%d", i))
+		c.nodes = append(c.nodes, &node{procs.New(t, port, dataDir,
+			"--cluster-conf", c.conf, "--ip", "127.0.0.1", "--config", c.props)})
+	}
+	c.writeConf(n)
 	for i := range n {
 		c.startAsync(i)
 	}
@@ -189,103 +89,37 @@ func (c *cluster) writeConf(n int) {
 	}
 }
 
-func (c *cluster) startAsync(i int, extra ...string) {
+// lockctl runs nacos-lockctl against node i's admin API.
+func (c *cluster) lockctl(i int, args ...string) (string, error) {
 	c.t.Helper()
-	bin, err := buildBinary()
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	nd := c.nodes[i]
-	c.starts++
-	nd.logPath = filepath.Join(c.dir, fmt.Sprintf("node%d-start%d.log", i, c.starts))
-	logFile, err := os.Create(nd.logPath)
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	args := append([]string{"--port", fmt.Sprint(nd.port), "--data-dir", nd.dataDir, "--cluster-conf", c.conf,
-		"--ip", "127.0.0.1", "--config", c.props}, extra...)
-	cmd := exec.Command(bin, args...)
-	cmd.Stderr = logFile
-	if err := cmd.Start(); err != nil {
-		c.t.Fatalf("start node %d: %v", i, err)
-	}
-	nd.cmd, nd.exited, nd.stopped = cmd, make(chan struct{}), false
-	go func() {
-		_ = cmd.Wait()
-		logFile.Close()
-		close(nd.exited)
-	}()
+	out, err := exec.Command(procs.Binary(c.t, "nacos-lockctl"), append([]string{"--server", c.nodes[i].httpAddr()}, args...)...).CombinedOutput()
+	return string(out), err
 }
+
+func (c *cluster) startAsync(i int, extra ...string) { c.nodes[i].Start(extra...) }
 
 func (c *cluster) start(i int, extra ...string) {
 	c.t.Helper()
-	c.startAsync(i, extra...)
-	c.waitReady(i)
+	c.nodes[i].StartReady(extra...)
 }
 
 func (c *cluster) waitReady(i int) {
 	c.t.Helper()
-	nd := c.nodes[i]
-	deadline := time.Now().Add(90 * time.Second)
-	for !logHas(nd.logPath, `"message":"nacos-lockd ready"`) {
-		select {
-		case <-nd.exited:
-			c.t.Fatalf("node %d exited before ready", i)
-		default:
-		}
-		if time.Now().After(deadline) {
-			c.t.Fatalf("node %d not ready in 90s", i)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	c.nodes[i].WaitReady(90 * time.Second)
 }
 
-func logHas(path, s string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), s) {
-			return true
-		}
-	}
-	return false
-}
+func logHas(path, s string) bool { return procs.LogHas(path, s) }
 
-func (c *cluster) kill(i int) {
-	nd := c.nodes[i]
-	_ = nd.cmd.Process.Signal(syscall.SIGKILL)
-	<-nd.exited
-}
+func (c *cluster) kill(i int) { c.nodes[i].Kill() }
 
 // term stops a node gracefully and checks it exits cleanly.
 func (c *cluster) term(i int) {
 	c.t.Helper()
-	nd := c.nodes[i]
-	_ = nd.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-nd.exited:
-		if code := nd.cmd.ProcessState.ExitCode(); code != 0 {
-			c.t.Fatalf("node %d exited with %d after SIGTERM", i, code)
-		}
-	case <-time.After(30 * time.Second):
-		c.t.Fatalf("node %d did not exit after SIGTERM", i)
-	}
+	c.nodes[i].Term(30 * time.Second)
 }
 
-func (c *cluster) pause(i int) {
-	_ = c.nodes[i].cmd.Process.Signal(syscall.SIGSTOP)
-	c.nodes[i].stopped = true
-}
-
-func (c *cluster) resume(i int) {
-	_ = c.nodes[i].cmd.Process.Signal(syscall.SIGCONT)
-	c.nodes[i].stopped = false
-}
+func (c *cluster) pause(i int)  { c.nodes[i].Pause() }
+func (c *cluster) resume(i int) { c.nodes[i].Resume() }
 
 type memberView struct {
 	ReplicaID uint64 `json:"replicaId"`
@@ -325,7 +159,7 @@ func (c *cluster) leader() int {
 		agreed := -1
 		ok := true
 		for i, nd := range c.nodes {
-			if !nd.running() || nd.stopped {
+			if !nd.running() || nd.Paused() {
 				continue
 			}
 			ms, err := c.members(i)
