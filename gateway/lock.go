@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"nacos-lockd/gateway/auth"
@@ -294,36 +296,70 @@ func (s *Server) sleep(d time.Duration) bool {
 }
 
 // reap runs the expiry reaper: on the leader only, every scan interval it
-// proposes EXPIRE for leases that ended. Apply re-checks the token and the
+// proposes EXPIRE for every lease that ended. The proposals go out
+// reapParallel at a time, so dragonboat commits and applies them in shared
+// batches instead of one Raft round each, and the scan repeats at once
+// while it keeps finding full batches. Apply re-checks the token and the
 // clock, so a renew that commits first always wins.
 func (s *Server) reap() {
 	const batch = 1024
+	lastPrune := s.now()
 	for s.sleep(s.cfg.ScanInterval) {
-		if s.table == nil || !s.table.IsLeader() {
-			continue
+		// Metrics timings outlive no lease or wait: forget older ones, on
+		// every node (timings are node-local), once a minute.
+		if now := s.now(); now.Sub(lastPrune) > time.Minute {
+			s.m.prune(now, s.cfg.MaxLease+s.cfg.MaxWait)
+			lastPrune = now
 		}
-		now := s.now().UnixMilli()
-		leases, err := s.table.Expired(now, batch)
-		if err != nil {
-			s.log.Debug().Err(err).Msg("reaper could not read leases")
-			continue
-		}
-		for _, l := range leases {
-			if s.stopping.Load() {
-				return
+		for s.table != nil && s.table.IsLeader() && !s.stopping.Load() {
+			leases, err := s.table.Expired(s.now().UnixMilli(), batch)
+			if err != nil {
+				s.log.Debug().Err(err).Msg("reaper could not read leases")
+				break
 			}
+			if !s.expireAll(leases) || len(leases) < batch {
+				break
+			}
+		}
+	}
+}
+
+// reapParallel bounds the EXPIRE proposals in flight.
+const reapParallel = 64
+
+// expireAll proposes EXPIRE for each lease and waits for all of them. It
+// reports false when one could not be committed (the next scan retries).
+func (s *Server) expireAll(leases []statemachine.ExpiredLease) bool {
+	sem := make(chan struct{}, reapParallel)
+	var wg sync.WaitGroup
+	var failed atomic.Bool
+	for _, l := range leases {
+		if s.stopping.Load() || failed.Load() {
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() {
+				<-sem
+				wg.Done()
+			}()
 			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 			res, err := s.table.Propose(ctx, statemachine.Command{
 				Op: statemachine.OpExpire, NowMs: s.now().UnixMilli(), Kind: l.Kind, Key: l.Key, Token: l.Token,
 			})
 			cancel()
-			if err != nil && !errors.Is(err, context.Canceled) {
-				s.log.Debug().Err(err).Msg("expiry not committed; next scan retries")
-				break
+			if err != nil {
+				if !errors.Is(err, context.Canceled) && failed.CompareAndSwap(false, true) {
+					s.log.Debug().Err(err).Msg("expiry not committed; next scan retries")
+				}
+				return
 			}
-			if err == nil && res.Success() {
+			if res.Success() {
 				s.m.expired()
 			}
-		}
+		}()
 	}
+	wg.Wait()
+	return !failed.Load()
 }

@@ -240,6 +240,33 @@ func (m *metrics) outcome(cmd statemachine.Command, res statemachine.Result) {
 // them without limit. Entries past it simply go unmeasured.
 const maxTracked = 100_000
 
+// prune forgets timings older than horizon: holds that ended by expiry
+// or cleanup, waits abandoned without a cancel, grants never claimed.
+// Without it those entries would fill the maps and stop the histograms.
+func (m *metrics) prune(now time.Time, horizon time.Duration) {
+	if m == nil {
+		return
+	}
+	cutoff := now.Add(-horizon)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k, t := range m.held {
+		if t.Before(cutoff) {
+			delete(m.held, k)
+		}
+	}
+	for k, t := range m.queued {
+		if t.Before(cutoff) {
+			delete(m.queued, k)
+		}
+	}
+	for k, t := range m.notified {
+		if t.Before(cutoff) {
+			delete(m.notified, k)
+		}
+	}
+}
+
 func (m *metrics) pushed(typ string, err error) {
 	if m == nil {
 		return

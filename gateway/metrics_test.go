@@ -122,3 +122,16 @@ func checkLabels(t *testing.T, reg *prometheus.Registry) {
 		}
 	}
 }
+
+func TestMetricsTimingsArePruned(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry())
+	old, fresh := time.Now().Add(-2*time.Hour), time.Now()
+	m.held[waitKey{key: "expired-hold"}] = old
+	m.held[waitKey{key: "live-hold"}] = fresh
+	m.queued[waitKey{key: "abandoned-wait"}] = old
+	m.notified[7] = old
+	m.prune(time.Now(), time.Hour)
+	if len(m.held) != 1 || len(m.queued) != 0 || len(m.notified) != 0 {
+		t.Fatalf("held %v queued %v notified %v", m.held, m.queued, m.notified)
+	}
+}

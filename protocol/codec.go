@@ -81,6 +81,14 @@ func Encode(m Message) (*pb.Payload, error) {
 // EncodeWith builds the Payload for m with the metadata a Java client adds
 // to its requests. headers is copied.
 func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payload, error) {
+	if r, ok := m.(*LockOperationResponse); ok && r != nil && clientIP == "" && len(headers) == 0 {
+		// The reply to every lock call: no reflection on this path.
+		body, err := appendLockOperationResponse(make([]byte, 0, 192), r)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", r.TypeName(), err)
+		}
+		return &pb.Payload{Metadata: &pb.Metadata{Type: r.TypeName()}, Body: &anypb.Any{Value: body}}, nil
+	}
 	if isNil(m) {
 		return nil, errors.New("encode: nil message")
 	}

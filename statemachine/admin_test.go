@@ -228,6 +228,9 @@ func TestOldRecordsInStoreAndSnapshots(t *testing.T) {
 	}
 	// The next grant is stored in version 2 with its time.
 	update(t, s, entries(15, []Command{acq(N, "new", "o", "c", 6000, 1000, 0)}))
+	if err := s.Sync(); err != nil { // the table is written when dragonboat asks for durability
+		t.Fatal(err)
+	}
 	rec, err := db.Get(lockKey(lockID{N, "new"}))
 	if err != nil || rec[0] != 2 {
 		t.Fatalf("new record: %v %v", rec, err)

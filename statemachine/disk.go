@@ -25,9 +25,13 @@ const (
 type Notifier func([]Notification)
 
 // diskSM adapts Table to dragonboat's on-disk state machine. The table is
-// kept in memory for speed and written through to badger at the end of
-// every Update batch, together with the last applied index, so a restart
-// loads the table and replays only the log tail.
+// kept in memory and written to badger, together with the last applied
+// index, when dragonboat asks for durability (Sync, before every
+// snapshot and log compaction), before a snapshot is captured, at Close,
+// and whenever persistEvery locks are waiting. Between those points the
+// Raft log holds the applied entries, so a restart loads the table and
+// replays the log from the persisted index. A lock acquired and released
+// between two persists never touches badger.
 type diskSM struct {
 	db     *storage.DB
 	notify Notifier
@@ -37,6 +41,11 @@ type diskSM struct {
 	mu    sync.RWMutex // Update and RecoverFromSnapshot write; Lookup reads
 	table *Table
 }
+
+// persistEvery bounds the locks waiting to be written (and so the size of
+// one storage batch) between the points where dragonboat asks for
+// durability.
+const persistEvery = 4096
 
 var _ sm.IOnDiskStateMachine = (*diskSM)(nil)
 
@@ -69,7 +78,10 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		res := t.ApplyEncoded(entries[i].Index, entries[i].Cmd)
 		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: encodeResult(res)}
 	}
-	err := persist(s.db, t, t.takeDirty())
+	var err error
+	if len(t.dirty) >= persistEvery {
+		err = persist(s.db, t, t.takeDirty())
+	}
 	notes := t.takeNotifications()
 	s.mu.Unlock()
 	if err != nil {
@@ -106,13 +118,34 @@ func (s *diskSM) Lookup(q interface{}) (interface{}, error) {
 	return s.table.lookup(q)
 }
 
-// Sync makes every applied batch durable.
-func (s *diskSM) Sync() error { return s.db.Sync() }
+// Sync makes every applied batch durable: dragonboat calls it before it
+// records a snapshot and compacts the log behind it.
+func (s *diskSM) Sync() error {
+	if err := s.flush(); err != nil {
+		return err
+	}
+	return s.db.Sync()
+}
+
+// flush writes the locks changed since the last persist, with the applied
+// index and clock.
+func (s *diskSM) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.table
+	if err := persist(s.db, t, t.takeDirty()); err != nil {
+		return fmt.Errorf("persist applied entries: %w", err)
+	}
+	return nil
+}
 
 // PrepareSnapshot captures a point-in-time view. Update is excluded while
-// it runs and every Update has committed its batch, so the view holds
+// it runs and flush writes what it has not written yet, so the view holds
 // exactly the state at the last applied index.
 func (s *diskSM) PrepareSnapshot() (interface{}, error) {
+	if err := s.flush(); err != nil {
+		return nil, err
+	}
 	return s.db.View(), nil
 }
 
@@ -166,6 +199,7 @@ func (s *diskSM) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
 	return nil
 }
 
-// Close releases nothing: the storage belongs to the caller, who closes it
-// after the NodeHost.
-func (s *diskSM) Close() error { return nil }
+// Close writes what is not persisted yet, so a cleanly stopped node's
+// store is complete (what `snapshot export` reads). The storage belongs to
+// the caller, who closes it after the NodeHost.
+func (s *diskSM) Close() error { return s.flush() }
