@@ -68,7 +68,11 @@ func (n *Node) read(ctx context.Context, q any, stale bool) (any, error) {
 	if stale {
 		return n.nh.StaleRead(n.cfg.ShardID, q)
 	}
-	v, err := n.nh.SyncRead(ctx, n.cfg.ShardID, q)
+	var v any
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, q)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

@@ -325,7 +325,11 @@ func (n *Node) LeaderID() (uint64, bool) {
 // Membership returns the shard's voting members (replica id -> Raft
 // address), read linearizably.
 func (n *Node) Membership(ctx context.Context) (map[uint64]string, error) {
-	m, err := n.nh.SyncGetShardMembership(ctx, n.cfg.ShardID)
+	var m *dragonboat.Membership
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		m, err = n.nh.SyncGetShardMembership(actx, n.cfg.ShardID)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read membership: %w: %w", ErrUnavailable, err)
 	}
@@ -389,7 +393,11 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 // LockLinearizable reads one lock after catching up with the leader's
 // commit index (ReadIndex): what admin queries use.
 func (n *Node) LockLinearizable(ctx context.Context, kind Kind, key string) (LockInfo, error) {
-	v, err := n.nh.SyncRead(ctx, n.cfg.ShardID, LockQuery{Kind: kind, Key: key})
+	var v any
+	err := retryRead(ctx, func(actx context.Context) (err error) {
+		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, LockQuery{Kind: kind, Key: key})
+		return err
+	})
 	if err != nil {
 		return LockInfo{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
 	}
@@ -413,4 +421,32 @@ func (n *Node) Conns(node string) ([]string, error) {
 		return nil, fmt.Errorf("read connections: %w", err)
 	}
 	return v.([]string), nil
+}
+
+// readAttempt bounds one ReadIndex round. Around an election a ReadIndex
+// request can be dropped without an answer (a new leader that has not
+// yet committed in its term, a follower forwarding to a leader that just
+// stepped down); waiting out the caller's whole deadline on that one
+// request would turn a blip of a few election ticks into a failed read.
+const readAttempt = 500 * time.Millisecond
+
+// retryRead runs a linearizable read in short attempts until one succeeds
+// or ctx ends, and returns the last attempt's error.
+func retryRead(ctx context.Context, read func(context.Context) error) error {
+	for {
+		actx, cancel := context.WithTimeout(ctx, readAttempt)
+		err := read(actx)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, dragonboat.ErrShardNotFound) || errors.Is(err, dragonboat.ErrClosed) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }

@@ -130,7 +130,9 @@ type memberView struct {
 
 // members asks node i for the membership.
 func (c *cluster) members(i int) ([]memberView, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	// The server bounds its own ReadIndex at 10s; give it that long on a
+	// loaded machine before calling the answer missing.
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.nodes[i].httpAddr()+"/v1/cluster/members", nil)
 	resp, err := http.DefaultClient.Do(req)
