@@ -11,7 +11,7 @@ MVN_FLAGS ?= -B -ntp -fae
 NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
 .PHONY: build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
-	nacos-fixtures vet fmt-check proto clean help
+	nacos-fixtures vet fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -22,7 +22,7 @@ build: ## binaries into ./bin: nacos-lockd, nacos-lockctl, nacos-lock-bench
 run: build ## one node, embedded storage, main port 8848 (gRPC 9848, Raft 7848), data in ./data
 	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR)
 
-test: vet fmt-check test-go fuzz-smoke interop ## everything CI runs
+test: vet fmt-check test-go fuzz-smoke interop bench-smoke ## everything CI runs
 
 vet: ## go vet
 	$(GO) vet ./...
@@ -66,8 +66,27 @@ interop-nacos: build ## differential run vs a real Nacos 3.1.0 (pig-mesh rebuild
 nacos-fixtures: ## regenerate compat/testdata/nacos from real Java serialisation (not in CI)
 	$(MVN) -B -q -f interop/nacos-snapshot-fixtures/pom.xml compile exec:exec
 
+# --- issue 9: benchmark (bench/README.md). Ratios only: the machine is shared.
+BENCH_FLAGS ?=
+
+
+bench: build ## nacos-lockd beside etcd, Redis, ZooKeeper and the gRPC/dragonboat ceilings; table of ratios in bench/results/
+	./$(BIN)/nacos-lock-bench suite --lockd $(BIN)/nacos-lockd --out bench/results $(BENCH_FLAGS)
+
+bench-quick: build ## the same with 3 s points: does every peer still install and run?
+	./$(BIN)/nacos-lock-bench suite --quick --lockd $(BIN)/nacos-lockd --out bench/results-quick $(BENCH_FLAGS)
+
+bench-smoke: build ## CI: W1 and W2 against nacos-lockd alone (~20 s); fails on errors or FIFO violations, never on speed
+	./$(BIN)/nacos-lock-bench smoke --lockd $(BIN)/nacos-lockd
+
+bench-ab: build ## before/after of a change: make bench-ab B=/path/to/changed/nacos-lockd [AB_FLAGS='--workload w2 --clients 16']
+	./$(BIN)/nacos-lock-bench ab --a $(BIN)/nacos-lockd --b $(B) $(AB_FLAGS)
+
+bench-etcd: ## build the etcd peer (own module, etcd's dependencies stay out of go.mod)
+	cd bench/etcd && $(GO) build -mod=mod -trimpath -o bin/etcd-peer .
+
 proto: ## regenerate protocol/pb with pinned protoc and plugins
 	./protocol/gen.sh
 
 clean: ## remove build output (not ./data)
-	rm -rf $(BIN) interop/java/target interop/java/versions/*/target interop/nacos-peer/target interop/nacos-snapshot-fixtures/target
+	rm -rf $(BIN) bench/etcd/bin bench/results bench/results-quick interop/java/target interop/java/versions/*/target interop/nacos-peer/target interop/nacos-snapshot-fixtures/target

@@ -1,13 +1,27 @@
-// Command nacos-lock-bench drives load against a Nacos-protocol lock
-// server with the real gRPC protocol, one connection per client.
+// Command nacos-lock-bench drives load against a lock service, one
+// connection per client, and reports ops/s, latency percentiles and the
+// server's CPU and RSS. Against nacos-lockd it speaks the real Nacos gRPC
+// protocol.
 //
-//	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--json]
+//	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--json] [--plot out.png]
+//	nacos-lock-bench suite [--quick] [--peers ...]   # make bench: nacos-lockd beside its peers, a table of ratios
+//	nacos-lock-bench smoke                           # make bench-smoke: W1 and W2, correctness counters only
 //
 // Workloads:
 //
-//	w1  uncontended: each client acquires and releases its own key
-//	w2  contended: every client blocks on ONE key (wait queue, push
-//	    hand-off); reports hand-offs/s and FIFO violations
+//	w1  uncontended: each client acquires and releases its own key (one op = the pair)
+//	w2  contended: every client blocks on ONE key (wait queue, push hand-off); one op = a
+//	    grant; FIFO violations are counted from fencing tokens (see load.FIFOViolations)
+//	w3  many locks: hold --locks locks at once; memory per lock, snapshot size and time,
+//	    restart-to-ready (the last two only with --spawn)
+//	w4  lease churn: --locks locks with --lease-ms leases, never released; expiry lateness
+//	    and the reaper's CPU
+//	w5  renew load: --locks held locks renewed every --renew-every; CPU cost and effect on
+//	    W1 latency
+//
+// Targets (--target): nacos (default), redis, zk, grpc-noop (a no-op unary
+// server, see `serve-noop`), raft-noop (in-process dragonboat with a no-op
+// state machine). etcd's clients live in the bench/etcd module.
 package main
 
 import (
@@ -17,70 +31,87 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"net"
 	"os"
 	"os/signal"
-	"sort"
+	"path/filepath"
 	"strconv"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"syscall"
 	"time"
 
-	"nacos-lockd/interop/client"
-	"nacos-lockd/protocol"
+	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "nacos-lock-bench:", err)
 		os.Exit(1)
 	}
 }
 
-type options struct {
-	server   string // main port address; the SDK port is +1000
-	workload string
-	clients  int
-	duration time.Duration
-	warmup   time.Duration
-	lease    int64
-	json     bool
-	pid      int
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "suite":
+			return runSuite(ctx, args[1:], stdout, stderr)
+		case "smoke":
+			return runSmoke(ctx, args[1:], stdout, stderr)
+		case "ab":
+			return runAB(ctx, args[1:], stdout, stderr)
+		case "serve-noop":
+			return serveNoop(ctx, args[1:], stderr)
+		}
+	}
+	return run(ctx, args, stdout, stderr)
 }
 
-// Report is what a run measured; --json prints it.
-type Report struct {
-	Workload    string  `json:"workload"`
-	Clients     int     `json:"clients"`
-	DurationSec float64 `json:"durationSeconds"`
-	Ops         int64   `json:"ops"`            // completed operations (w1: acquire+release pairs; w2: grants)
-	OpsPerSec   float64 `json:"opsPerSecond"`   // ops / duration
-	Errors      int64   `json:"errors"`         // failed calls (transport or 500)
-	P50Ms       float64 `json:"p50Ms"`          // latency of one op
-	P99Ms       float64 `json:"p99Ms"`          //
-	P999Ms      float64 `json:"p999Ms"`         //
-	FIFOViolate int64   `json:"fifoViolations"` // w2 only
-	ServerCPU   float64 `json:"serverCpuCores"` // average cores used by the server process, if found
-	ServerRSSMB float64 `json:"serverRssMiB"`   // resident set at the end, if found
-	ServerPID   int     `json:"serverPid,omitempty"`
+type options struct {
+	target     string
+	server     string // nacos: main port address (the SDK port is +1000); others: their client address
+	workload   string
+	clients    int
+	duration   time.Duration
+	warmup     time.Duration
+	lease      int64 // ms
+	json       bool
+	plot       string
+	pid        int
+	spawn      string // nacos-lockd binary to start on --server's port
+	locks      string // w3/w4/w5 lock counts, comma-separated
+	churnLease int64  // w4 lease, ms
+	renewEvery time.Duration
+	w1Clients  int // w5: clients of the W1 run beside the renewals
+	quiet      bool
+}
+
+func (o *options) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.target, "target", "nacos", "nacos, redis, zk, grpc-noop or raft-noop")
+	fs.StringVar(&o.server, "server", "127.0.0.1:8848", "nacos: server main port address (SDK port is +1000); other targets: their client address")
+	fs.StringVar(&o.workload, "workload", "w1", "w1, w2, w3, w4 or w5")
+	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one connection each")
+	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time")
+	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before")
+	fs.Int64Var(&o.lease, "lease", 30000, "lease in ms for each acquire")
+	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
+	fs.StringVar(&o.plot, "plot", "", "write a latency/throughput chart (PNG) to this file")
+	fs.IntVar(&o.pid, "pid", 0, "server process id for CPU/RSS (default: found from the listening port)")
+	fs.StringVar(&o.spawn, "spawn", "", "start this nacos-lockd binary on --server's port with a fresh data dir (w3 needs it for snapshot and restart figures)")
+	fs.StringVar(&o.locks, "locks", "", "w3: locks held at once (default 100000,1000000); w4: leases (default 100000); w5: held locks (default 10000)")
+	fs.Int64Var(&o.churnLease, "churn-lease", 5000, "w4: lease in ms")
+	fs.DurationVar(&o.renewEvery, "renew-every", 10*time.Second, "w5: renew period of each held lock (the Java watchdog's)")
+	fs.IntVar(&o.w1Clients, "w1-clients", 16, "w5: clients of the W1 run measured with and without the renewals")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lock-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var o options
-	fs.StringVar(&o.server, "server", "127.0.0.1:8848", "server main port address (the SDK port is +1000)")
-	fs.StringVar(&o.workload, "workload", "w1", "w1 (uncontended) or w2 (one contended key)")
-	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one connection each")
-	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time")
-	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured time before")
-	fs.Int64Var(&o.lease, "lease", 30000, "lease in ms for each acquire")
-	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
-	fs.IntVar(&o.pid, "pid", 0, "server process id for CPU/RSS (default: found from the listening port)")
+	o.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -90,247 +121,240 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if o.clients < 1 {
 		return errors.New("--clients must be at least 1")
 	}
-	host, port, err := net.SplitHostPort(o.server)
-	if err != nil {
-		return fmt.Errorf("--server %q: %w", o.server, err)
+	if ok, why := supports(o.target, o.workload); !ok {
+		return fmt.Errorf("%s cannot run %s: %s", o.target, o.workload, why)
 	}
-	mainPort, err := strconv.Atoi(port)
-	if err != nil {
-		return fmt.Errorf("--server %q: bad port", o.server)
+	var progress io.Writer = stderr
+	if o.quiet {
+		progress = nil
 	}
-	grpcAddr := net.JoinHostPort(host, strconv.Itoa(mainPort+1000))
-	if o.pid == 0 {
-		o.pid = pidListening(mainPort + 1000)
-	}
-
-	clients := make([]*client.Client, o.clients)
-	for i := range clients {
-		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		c, err := client.Dial(dctx, grpcAddr, client.WithClientVersion("nacos-lock-bench"))
-		cancel()
-		if err != nil {
-			return fmt.Errorf("connect client %d: %w", i, err)
-		}
-		defer c.Close()
-		clients[i] = c
-	}
-
-	var w workload
-	switch o.workload {
-	case "w1":
-		w = &uncontended{lease: o.lease}
-	case "w2":
-		w = &contended{lease: o.lease}
-	default:
-		return fmt.Errorf("unknown workload %q", o.workload)
-	}
-	rep, err := measure(ctx, o, clients, w, stderr)
+	reps, err := runOne(ctx, o, progress)
 	if err != nil {
 		return err
+	}
+	if o.plot != "" {
+		if err := load.PlotReports(o.plot, reps); err != nil {
+			return fmt.Errorf("plot: %w", err)
+		}
 	}
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(rep)
+		if len(reps) == 1 {
+			return enc.Encode(reps[0])
+		}
+		return enc.Encode(reps)
 	}
-	fmt.Fprintf(stdout, "workload %s  clients %d  duration %.1fs\n", rep.Workload, rep.Clients, rep.DurationSec)
-	fmt.Fprintf(stdout, "  ops/s %.0f  (ops %d, errors %d)\n", rep.OpsPerSec, rep.Ops, rep.Errors)
-	fmt.Fprintf(stdout, "  latency p50 %.3f ms  p99 %.3f ms  p999 %.3f ms\n", rep.P50Ms, rep.P99Ms, rep.P999Ms)
-	if rep.Workload == "w2" {
-		fmt.Fprintf(stdout, "  FIFO violations %d\n", rep.FIFOViolate)
-	}
-	if rep.ServerPID != 0 {
-		fmt.Fprintf(stdout, "  server pid %d: %.2f cores, RSS %.1f MiB\n", rep.ServerPID, rep.ServerCPU, rep.ServerRSSMB)
+	for _, r := range reps {
+		printReport(stdout, r)
 	}
 	return nil
 }
 
-// workload runs one client's loop; each completed op is reported.
-type workload interface {
-	loop(ctx context.Context, id int, c *client.Client, rec *recorder)
-}
-
-// recorder collects latencies (only while measuring) and counts.
-type recorder struct {
-	measuring atomic.Bool
-	mu        sync.Mutex
-	lat       []time.Duration
-	ops       atomic.Int64
-	errs      atomic.Int64
-	fifo      atomic.Int64
-}
-
-func (r *recorder) done(d time.Duration) {
-	if !r.measuring.Load() {
-		return
+// runOne runs o.workload against o.target and returns its report(s) (w3
+// gives one per lock count).
+func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, error) {
+	spec := load.Spec{Target: o.target, Workload: o.workload, Clients: o.clients, Warmup: o.warmup, Duration: o.duration, Progress: progress}
+	switch o.target {
+	case "raft-noop":
+		dir, err := os.MkdirTemp("", "raft-noop-")
+		if err != nil {
+			return nil, err
+		}
+		port, err := peers.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		r, err := startRaftNoop(ctx, dir, port)
+		if err != nil {
+			return nil, fmt.Errorf("start in-process dragonboat: %w", err)
+		}
+		defer r.close()
+		spec.PIDs = load.Self()
+		rep, err := w12(ctx, o, spec, r.dialer())
+		rep.Notes = append(rep.Notes, "in-process: CPU and RSS are the bench process's, clients included")
+		return []load.Report{rep}, err
+	case "redis", "redis-fsync-always", "redis-fsync-off":
+		spec.PIDs = pidsOf(o.pid, o.server)
+		rep, err := w12(ctx, o, spec, dialRedis(o.server, time.Duration(o.lease)*time.Millisecond))
+		return []load.Report{rep}, err
+	case "zk", "zookeeper":
+		spec.PIDs = pidsOf(o.pid, o.server)
+		rep, err := w12(ctx, o, spec, dialZK(o.server))
+		return []load.Report{rep}, err
+	case "grpc-noop":
+		spec.PIDs = pidsOf(o.pid, o.server)
+		rep, err := w12(ctx, o, spec, dialNoop(o.server))
+		return []load.Report{rep}, err
+	case "nacos", "nacos-lockd":
+	default:
+		return nil, fmt.Errorf("unknown target %q (etcd runs from bench/etcd)", o.target)
 	}
-	r.ops.Add(1)
-	r.mu.Lock()
-	r.lat = append(r.lat, d)
-	r.mu.Unlock()
+	spec.Target = "nacos-lockd"
+	if o.workload == "w3" {
+		return w3(ctx, o, spec)
+	}
+	srv, err := nacosServer(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer srv.close()
+	spec.PIDs = []int{srv.pid()}
+	switch o.workload {
+	case "w1", "w2":
+		rep, err := w12(ctx, o, spec, dialNacos(srv.grpcAddr, o.lease))
+		return []load.Report{rep}, err
+	case "w4":
+		rep, err := w4(ctx, o, spec, srv)
+		return []load.Report{rep}, err
+	case "w5":
+		rep, err := w5(ctx, o, spec, srv)
+		return []load.Report{rep}, err
+	}
+	return nil, fmt.Errorf("unknown workload %q", o.workload)
 }
 
-func (r *recorder) fail() {
-	if r.measuring.Load() {
-		r.errs.Add(1)
+func w12(ctx context.Context, o options, spec load.Spec, dial load.Dialer) (load.Report, error) {
+	ls, err := load.DialAll(ctx, o.clients, dial)
+	if err != nil {
+		return load.Report{}, err
 	}
+	defer load.CloseAll(ls)
+	switch o.workload {
+	case "w1":
+		return load.W1(ctx, spec, ls), ctx.Err()
+	case "w2":
+		return load.W2(ctx, spec, ls, 0), ctx.Err()
+	}
+	return load.Report{}, fmt.Errorf("%s cannot run %s", o.target, o.workload)
 }
 
-func measure(ctx context.Context, o options, clients []*client.Client, w workload, progress io.Writer) (Report, error) {
-	rec := &recorder{}
-	runCtx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			w.loop(runCtx, i, c, rec)
-		}()
+func pidsOf(pid int, addr string) []int {
+	if pid != 0 {
+		return []int{pid}
 	}
-	sleep(ctx, o.warmup)
-	cpu0, _ := procCPU(o.pid)
-	rec.measuring.Store(true)
-	start := time.Now()
-	tick := time.NewTicker(time.Second)
-	end := time.NewTimer(o.duration)
-loop:
-	for {
-		select {
-		case <-tick.C:
-			el := time.Since(start).Seconds()
-			fmt.Fprintf(progress, "\r%5.1fs  %8.0f ops/s  errors %d   ", el, float64(rec.ops.Load())/el, rec.errs.Load())
-		case <-end.C:
-			break loop
-		case <-ctx.Done():
-			break loop
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil
+	}
+	p, _ := strconv.Atoi(port)
+	if found := load.PIDListening(p); found != 0 {
+		return []int{found}
+	}
+	return nil
+}
+
+// nacosSrv is the nacos-lockd under test: external (--server) or started
+// by the bench (--spawn), which can then be restarted.
+type nacosSrv struct {
+	mainPort int
+	grpcAddr string
+	metrics  string
+	proc     *peers.Proc // nil when external
+	bin, dir string
+	extPID   int
+	keep     bool // external: leave alone
+}
+
+func nacosServer(ctx context.Context, o options) (*nacosSrv, error) {
+	host, port, err := net.SplitHostPort(o.server)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", o.server, err)
+	}
+	mainPort, err := strconv.Atoi(port)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: bad port", o.server)
+	}
+	s := &nacosSrv{mainPort: mainPort, grpcAddr: net.JoinHostPort(host, strconv.Itoa(mainPort+1000)),
+		metrics: fmt.Sprintf("http://%s/metrics", net.JoinHostPort(host, port))}
+	if o.spawn == "" {
+		s.extPID = o.pid
+		if s.extPID == 0 {
+			s.extPID = load.PIDListening(mainPort + 1000)
+		}
+		return s, nil
+	}
+	dir, err := os.MkdirTemp("", "nacos-lock-bench-")
+	if err != nil {
+		return nil, err
+	}
+	s.bin, s.dir = o.spawn, dir
+	s.proc, _, err = peers.NacosLockd(ctx, o.spawn, dir, mainPort)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *nacosSrv) pid() int {
+	if s.proc != nil {
+		return s.proc.PID()
+	}
+	return s.extPID
+}
+
+// restart stops the spawned server and starts it on the same data, and
+// returns the time from the new process's start to /readyz.
+func (s *nacosSrv) restart(ctx context.Context, between func() error) (time.Duration, error) {
+	if s.proc == nil {
+		return 0, errors.New("not started by the bench")
+	}
+	s.proc.Stop(30 * time.Second)
+	if between != nil {
+		if err := between(); err != nil {
+			return 0, err
 		}
 	}
-	tick.Stop()
-	rec.measuring.Store(false)
-	elapsed := time.Since(start)
-	cpu1, cpuOK := procCPU(o.pid)
-	fmt.Fprintln(progress)
-	cancel()
-	wg.Wait()
-	rep := Report{
-		Workload: o.workload, Clients: o.clients, DurationSec: elapsed.Seconds(),
-		Ops: rec.ops.Load(), Errors: rec.errs.Load(), FIFOViolate: rec.fifo.Load(),
+	p, took, err := peers.NacosLockd(ctx, s.bin, s.dir, s.mainPort)
+	if err != nil {
+		return 0, err
 	}
-	rep.OpsPerSec = float64(rep.Ops) / elapsed.Seconds()
-	rec.mu.Lock()
-	sort.Slice(rec.lat, func(i, j int) bool { return rec.lat[i] < rec.lat[j] })
-	rep.P50Ms, rep.P99Ms, rep.P999Ms = pct(rec.lat, 0.50), pct(rec.lat, 0.99), pct(rec.lat, 0.999)
-	rec.mu.Unlock()
-	if cpuOK && o.pid != 0 {
-		rep.ServerPID = o.pid
-		rep.ServerCPU = (cpu1 - cpu0) / elapsed.Seconds()
-		rep.ServerRSSMB = procRSSMiB(o.pid)
-	}
-	return rep, ctx.Err()
+	s.proc = p
+	return took, nil
 }
 
-func pct(sorted []time.Duration, p float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return float64(sorted[max(i, 0)]) / 1e6
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+func (s *nacosSrv) close() {
+	if s.proc != nil {
+		s.proc.Stop(30 * time.Second)
+		os.RemoveAll(s.dir)
 	}
 }
 
-// uncontended: each client locks its own key and releases it.
-type uncontended struct{ lease int64 }
+func (s *nacosSrv) dataDir() string { return filepath.Join(s.dir, "data") }
 
-func (u *uncontended) loop(ctx context.Context, id int, c *client.Client, rec *recorder) {
-	li := client.Instance(fmt.Sprintf("bench-w1-%d", id), "NON_REENTRANT", fmt.Sprintf("bench-%d", id), client.Ms(u.lease), client.Ms(-1))
-	rel := li
-	rel.ExpiredTime = client.Ms(0)
-	for ctx.Err() == nil {
-		t0 := time.Now()
-		r, err := c.Lock(ctx, protocol.OpAcquire, li)
-		if err != nil || r.ResultCode != 200 || !r.Result {
-			rec.fail()
-			continue
+func printReport(w io.Writer, r load.Report) {
+	fmt.Fprintf(w, "%s %s  clients %d  duration %.1fs\n", r.Target, r.Workload, r.Clients, r.DurationSec)
+	fmt.Fprintf(w, "  ops/s %.0f  (ops %d, errors %d)\n", r.OpsPerSec, r.Ops, r.Errors)
+	if r.Ops > 0 {
+		fmt.Fprintf(w, "  latency p50 %.3f ms  p99 %.3f ms  p999 %.3f ms\n", r.P50Ms, r.P99Ms, r.P999Ms)
+	}
+	if r.Workload == "w2" {
+		if r.FIFOViolations >= 0 {
+			fmt.Fprintf(w, "  FIFO violations %d (of %d grants checked)\n", r.FIFOViolations, r.FIFOChecked)
+		} else {
+			fmt.Fprintf(w, "  FIFO not checked (no fencing tokens)\n")
 		}
-		r, err = c.Lock(ctx, protocol.OpRelease, rel)
-		if err != nil || r.ResultCode != 200 || !r.Result {
-			rec.fail()
-			continue
-		}
-		rec.done(time.Since(t0))
+	}
+	if len(r.ServerPIDs) > 0 {
+		fmt.Fprintf(w, "  server pid %v: %.2f cores (%.0f µs CPU per op), RSS %.1f MiB\n", r.ServerPIDs, r.ServerCPU, r.ServerCPUPerOp, r.ServerRSSMiB)
+	}
+	for _, k := range sortedKeys(r.Extra) {
+		fmt.Fprintf(w, "  %s %s\n", k, fmtFloat(r.Extra[k]))
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "  note: %s\n", n)
+	}
+	for _, e := range r.ErrorLog {
+		fmt.Fprintf(w, "  error: %s\n", e)
 	}
 }
 
-// contended: every client queues on one key; a grant is claimed after the
-// server's push, held briefly, released. FIFO is checked by queue position
-// order: grants must follow the order in which clients were queued.
-type contended struct {
-	lease int64
-	mu    sync.Mutex
-	queue []int // client ids in the order the server queued them
-}
-
-func (w *contended) loop(ctx context.Context, id int, c *client.Client, rec *recorder) {
-	owner := fmt.Sprintf("bench-%d", id)
-	li := client.Instance("bench-w2", "NON_REENTRANT", owner, client.Ms(w.lease), client.Ms(60000))
-	rel := client.Instance("bench-w2", "NON_REENTRANT", owner, client.Ms(0), client.Ms(-1))
-	for ctx.Err() == nil {
-		t0 := time.Now()
-		r, err := c.Lock(ctx, protocol.OpAcquire, li)
-		if err != nil || r.ResultCode != 200 {
-			rec.fail()
-			continue
-		}
-		if !r.Result {
-			w.mu.Lock()
-			w.queue = append(w.queue, id)
-			w.mu.Unlock()
-			// Wait for the hand-off push, then claim.
-			wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			_, err := client.WaitPush[*protocol.LockNotificationRequest](wctx, c)
-			cancel()
-			if err != nil {
-				w.forget(id)
-				rec.fail()
-				continue
-			}
-			retry := li
-			retry.WaiterRetry = true
-			r, err = c.Lock(ctx, protocol.OpAcquire, retry)
-			if err != nil || r.ResultCode != 200 || !r.Result {
-				w.forget(id)
-				rec.fail()
-				continue
-			}
-			w.mu.Lock()
-			if len(w.queue) > 0 && w.queue[0] != id {
-				rec.fifo.Add(1) // someone queued earlier is still waiting
-			}
-			w.mu.Unlock()
-			w.forget(id)
-		}
-		rec.done(time.Since(t0))
-		if _, err := c.Lock(ctx, protocol.OpRelease, rel); err != nil {
-			rec.fail()
-		}
+func fmtFloat(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	if s == "" || s == "-" {
+		return "0"
 	}
-}
-
-func (w *contended) forget(id int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for i, q := range w.queue {
-		if q == id {
-			w.queue = append(w.queue[:i], w.queue[i+1:]...)
-			return
-		}
-	}
+	return s
 }

@@ -1,4 +1,4 @@
-package main
+package load
 
 import (
 	"bufio"
@@ -8,6 +8,17 @@ import (
 	"strconv"
 	"strings"
 )
+
+// CPUSeconds sums user+system CPU seconds of the processes (and their
+// reaped children) from /proc; missing processes count 0.
+func CPUSeconds(pids []int) float64 {
+	total := 0.0
+	for _, pid := range pids {
+		v, _ := procCPU(pid)
+		total += v
+	}
+	return total
+}
 
 // procCPU returns a process's user+system CPU seconds from /proc.
 func procCPU(pid int) (float64, bool) {
@@ -33,6 +44,15 @@ func procCPU(pid int) (float64, bool) {
 	return (ut + st) / 100, true // USER_HZ is 100 on Linux
 }
 
+// RSSMiB sums the processes' resident sets.
+func RSSMiB(pids []int) float64 {
+	total := 0.0
+	for _, pid := range pids {
+		total += procRSSMiB(pid)
+	}
+	return total
+}
+
 func procRSSMiB(pid int) float64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
@@ -49,8 +69,9 @@ func procRSSMiB(pid int) float64 {
 	return 0
 }
 
-// pidListening finds the process with a TCP socket listening on port.
-func pidListening(port int) int {
+// PIDListening finds the process with a TCP socket listening on port (0
+// when none is found).
+func PIDListening(port int) int {
 	inode := ""
 	for _, file := range []string{"/proc/net/tcp6", "/proc/net/tcp"} {
 		f, err := os.Open(file)

@@ -1,0 +1,401 @@
+package peers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Proc is a started server process.
+type Proc struct {
+	Name string
+	Dir  string // its working and data directory
+	Log  string // combined stdout and stderr
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// PID is the server's process id.
+func (p *Proc) PID() int { return p.cmd.Process.Pid }
+
+// Start runs bin with args, output to dir/<name>.log.
+func Start(name, dir, bin string, args ...string) (*Proc, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(dir, name+".log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = lf, lf
+	// Own process group, so a Ctrl-C of the bench reaches it only through
+	// Stop, and Stop can end the whole group (the JVM's helpers too).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Dir: dir, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		lf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM to the process group and waits up to grace, then
+// kills it. It returns how long the process took to exit.
+func (p *Proc) Stop(grace time.Duration) time.Duration {
+	start := time.Now()
+	if p.Exited() {
+		return 0
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+	return time.Since(start)
+}
+
+// Tail returns the last lines of the log, for error messages.
+func (p *Proc) Tail(n int) string {
+	b, _ := os.ReadFile(p.Log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// WaitTCP waits until addr accepts connections, the process exits, or ctx
+// ends.
+func (p *Proc) WaitTCP(ctx context.Context, addr string) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		if p.Exited() {
+			return fmt.Errorf("%s exited before listening on %s: %v\n%s", p.Name, addr, p.err, p.Tail(15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not listening on %s: %w\n%s", p.Name, addr, ctx.Err(), p.Tail(15))
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitHTTP waits until GET url answers 200.
+func (p *Proc) WaitHTTP(ctx context.Context, url string) error {
+	c := &http.Client{Timeout: time.Second}
+	for {
+		resp, err := c.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if p.Exited() {
+			return fmt.Errorf("%s exited before %s answered: %v\n%s", p.Name, url, p.err, p.Tail(15))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %s not ready: %w\n%s", p.Name, url, ctx.Err(), p.Tail(15))
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort returns a loopback TCP port nobody listens on, with port-1000
+// and port+1000 free too (nacos-lockd's Raft and gRPC ports).
+func FreePort() (int, error) {
+	for range 50 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		p := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if p < 2000 || p > 64000 {
+			continue
+		}
+		ok := true
+		for _, q := range []int{p - 1000, p + 1000} {
+			if l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(q))); err != nil {
+				ok = false
+			} else {
+				l2.Close()
+			}
+		}
+		if ok {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port triple found")
+}
+
+var aptUpdate sync.Once
+
+// EnsureDebian installs pkg with apt-get unless check() already finds what
+// it provides. Output goes to logDir/apt-<pkg>.log.
+func EnsureDebian(pkg string, check func() bool, logDir string) error {
+	if check() {
+		return nil
+	}
+	if _, err := exec.LookPath("apt-get"); err != nil {
+		return fmt.Errorf("%s is not installed and there is no apt-get", pkg)
+	}
+	logPath := filepath.Join(logDir, "apt-"+pkg+".log")
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	run := func(args ...string) error {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		cmd.Stdout, cmd.Stderr = lf, lf
+		return cmd.Run()
+	}
+	aptUpdate.Do(func() { _ = run("update", "-qq") })
+	if err := run("install", "-y", "-qq", "--no-install-recommends", pkg); err != nil {
+		return fmt.Errorf("apt-get install %s: %w (see %s)", pkg, err, logPath)
+	}
+	if !check() {
+		return fmt.Errorf("apt-get install %s succeeded but it is still not found", pkg)
+	}
+	return nil
+}
+
+func onPath(bin string) func() bool {
+	return func() bool { _, err := exec.LookPath(bin); return err == nil }
+}
+
+func exists(path string) func() bool {
+	return func() bool { _, err := os.Stat(path); return err == nil }
+}
+
+// Redis starts redis-server on port with an append-only file, fsync'd on
+// every write (fsync=true: appendfsync always) or left to the OS
+// (appendfsync no). RDB snapshots are off in both.
+func Redis(ctx context.Context, dir string, port int, fsync bool) (*Proc, error) {
+	if err := EnsureDebian("redis-server", onPath("redis-server"), dir); err != nil {
+		return nil, err
+	}
+	policy := "no"
+	if fsync {
+		policy = "always"
+	}
+	p, err := Start("redis", dir, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", policy,
+		"--daemonize", "no", "--protected-mode", "yes", "--logfile", "")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitTCP(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	return p, nil
+}
+
+const zkJar = "/usr/share/java/zookeeper.jar"
+
+// ZooKeeper starts a standalone ZooKeeper from Debian's package (its
+// defaults: forceSync on, so every transaction is fsync'd).
+func ZooKeeper(ctx context.Context, dir string, port int) (*Proc, error) {
+	if err := EnsureDebian("zookeeper", exists(zkJar), dir); err != nil {
+		return nil, err
+	}
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, errors.New("zookeeper needs java on PATH")
+	}
+	data := filepath.Join(dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return nil, err
+	}
+	cfg := filepath.Join(dir, "zoo.cfg")
+	conf := fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=ruok\n", data, port)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		return nil, err
+	}
+	log4j := filepath.Join(dir, "log4j.properties")
+	_ = os.WriteFile(log4j, []byte("log4j.rootLogger=WARN, C\nlog4j.appender.C=org.apache.log4j.ConsoleAppender\nlog4j.appender.C.layout=org.apache.log4j.PatternLayout\nlog4j.appender.C.layout.ConversionPattern=%d %p %c: %m%n\n"), 0o644)
+	p, err := Start("zookeeper", dir, java, "-Xmx1g", "-Dzookeeper.admin.enableServer=false",
+		"-Dlog4j.configuration=file:"+log4j, "-cp", zkJar+":"+dir,
+		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitTCP(ctx, net.JoinHostPort("127.0.0.1", strconv.Itoa(port))); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	return p, nil
+}
+
+// BuildEtcd builds the bench/etcd module (etcd's server and its lock
+// clients) into out, unless out is newer than the module's sources.
+func BuildEtcd(ctx context.Context, moduleDir, out string, logDir string) error {
+	// bench/load is compiled into the peer too.
+	if fresh(out, moduleDir) && fresh(out, filepath.Join(moduleDir, "..", "load")) {
+		return nil
+	}
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return errors.New("building etcd needs the go command")
+	}
+	// -mod=mod: the module replaces nacos-lockd with ../.., whose go.mod
+	// moves on; let go add the sums that brings rather than fail.
+	cmd := exec.CommandContext(ctx, goBin, "build", "-mod=mod", "-trimpath", "-o", out, ".")
+	cmd.Dir = moduleDir
+	b, err := cmd.CombinedOutput()
+	_ = os.WriteFile(filepath.Join(logDir, "etcd-build.log"), b, 0o644)
+	if err != nil {
+		return fmt.Errorf("build etcd (bench/etcd): %w\n%s", err, lastLines(string(b), 10))
+	}
+	return nil
+}
+
+func fresh(out, srcDir string) bool {
+	st, err := os.Stat(out)
+	if err != nil {
+		return false
+	}
+	newer := false
+	_ = filepath.WalkDir(srcDir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return nil
+		}
+		if fi, err := d.Info(); err == nil && fi.ModTime().After(st.ModTime()) && path != out {
+			newer = true
+		}
+		return nil
+	})
+	return !newer
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Etcd starts a single-node etcd (built by BuildEtcd) serving clients on
+// port and peers on port+1.
+func Etcd(ctx context.Context, bin, dir string, port int) (*Proc, error) {
+	client := fmt.Sprintf("http://127.0.0.1:%d", port)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", port+1)
+	p, err := Start("etcd", dir, bin, "server", "--name", "bench", "--data-dir", filepath.Join(dir, "data"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", "bench="+peer, "--log-level", "warn")
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitHTTP(ctx, client+"/health"); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, err
+	}
+	return p, nil
+}
+
+// NacosLockd starts nacos-lockd on main port port with a fresh data dir
+// and returns once it is ready (/readyz).
+func NacosLockd(ctx context.Context, bin, dir string, port int, extra ...string) (*Proc, time.Duration, error) {
+	start := time.Now()
+	args := append([]string{"--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
+	p, err := Start("nacos-lockd", dir, bin, args...)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", port)); err != nil {
+		p.Stop(5 * time.Second)
+		return nil, 0, err
+	}
+	return p, time.Since(start), nil
+}
+
+// Metric reads one sample from a Prometheus text endpoint: name with the
+// exact label set labels ("" for none), summed over matching lines when
+// labels is "*".
+func Metric(url, name, labels string) (float64, error) {
+	c := &http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	found, sum := false, 0.0
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		rest := line[len(name):]
+		var lab string
+		switch {
+		case strings.HasPrefix(rest, "{"):
+			end := strings.IndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			lab, rest = rest[1:end], rest[end+1:]
+		case strings.HasPrefix(rest, " "):
+		default:
+			continue // a longer name
+		}
+		if labels != "*" && lab != labels {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			continue
+		}
+		found = true
+		sum += v
+	}
+	if !found {
+		return 0, fmt.Errorf("metric %s{%s} not found at %s", name, labels, url)
+	}
+	return sum, nil
+}

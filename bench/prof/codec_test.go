@@ -1,0 +1,35 @@
+package prof
+
+import (
+	"testing"
+
+	"nacos-lockd/interop/client"
+	"nacos-lockd/protocol"
+)
+
+// BenchmarkDecodeLockRequest is the gateway's first step for every lock
+// call: the JSON body of a typical ACQUIRE into protocol types.
+func BenchmarkDecodeLockRequest(b *testing.B) {
+	li := client.Instance("bench-w1-1764492000000000000-12", "NON_REENTRANT", "bench-12-1764492000000000000", client.Ms(30000), client.Ms(-1))
+	p, err := protocol.EncodeWith(&protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: protocol.OpAcquire}, "127.0.0.1", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := protocol.Decode(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEncodeLockReply is the last step: a granted ACQUIRE's reply.
+func BenchmarkEncodeLockReply(b *testing.B) {
+	r := protocol.NewLockOperationResponse(protocol.Success(), protocol.LockResult{Success: true, ReentrantCount: 1, WaitPosition: -1, FencingToken: 123456})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := protocol.Encode(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

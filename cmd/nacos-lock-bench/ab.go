@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
+)
+
+// runAB compares two nacos-lockd binaries (before and after a change) on
+// one workload point: both servers run side by side and the runs
+// alternate A B B A ..., so both see the same machine noise. It prints
+// every round and the median ratio B/A.
+func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nacos-lock-bench ab", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	a := fs.String("a", "bin/nacos-lockd", "baseline nacos-lockd binary")
+	b := fs.String("b", "", "changed nacos-lockd binary")
+	workload := fs.String("workload", "w1", "w1 or w2")
+	clients := fs.String("clients", "64", "client counts, comma-separated")
+	rounds := fs.Int("rounds", 4, "rounds; each runs A and B once, order alternating")
+	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
+	warmup := fs.Duration("warmup", time.Second, "warm-up per run")
+	extra := fs.String("server-args", "", "extra nacos-lockd flags for both, space-separated")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	if *b == "" {
+		return errors.New("ab: --b is required")
+	}
+	counts, err := parseCounts(*clients, *clients)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "nacos-lock-bench-ab-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	type side struct {
+		name, bin, addr string
+		proc            *peers.Proc
+	}
+	sides := []*side{{name: "A", bin: *a}, {name: "B", bin: *b}}
+	var xargs []string
+	if *extra != "" {
+		xargs = strings.Fields(*extra)
+	}
+	for _, s := range sides {
+		port, err := peers.FreePort()
+		if err != nil {
+			return err
+		}
+		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
+		s.proc, _, err = peers.NacosLockd(ctx, s.bin, filepath.Join(work, s.name), port, xargs...)
+		if err != nil {
+			return fmt.Errorf("start %s (%s): %w", s.name, s.bin, err)
+		}
+		defer s.proc.Stop(20 * time.Second)
+	}
+	for _, c := range counts {
+		var ops, p50, p99, cpu []float64
+		for r := range *rounds {
+			order := []*side{sides[0], sides[1]}
+			if r%2 == 1 {
+				order = []*side{sides[1], sides[0]}
+			}
+			got := map[string]load.Report{}
+			for _, s := range order {
+				o := options{target: "nacos", server: s.addr, workload: *workload, clients: c, duration: *duration,
+					warmup: *warmup, lease: 30000, pid: s.proc.PID()}
+				reps, err := runOne(ctx, o, nil)
+				if err != nil {
+					return fmt.Errorf("%s c=%d: %w", s.name, c, err)
+				}
+				got[s.name] = reps[0]
+			}
+			ra, rb := got["A"], got["B"]
+			fmt.Fprintf(stdout, "%s c=%d round %d: A %.0f ops/s p50 %.2f ms p99 %.2f ms %.0f µs/op | B %.0f ops/s p50 %.2f ms p99 %.2f ms %.0f µs/op | B/A ops %.2f\n",
+				*workload, c, r+1, ra.OpsPerSec, ra.P50Ms, ra.P99Ms, ra.ServerCPUPerOp, rb.OpsPerSec, rb.P50Ms, rb.P99Ms, rb.ServerCPUPerOp, rb.OpsPerSec/ra.OpsPerSec)
+			if ra.Errors+rb.Errors > 0 || (*workload == "w2" && (ra.FIFOViolations != 0 || rb.FIFOViolations != 0)) {
+				fmt.Fprintf(stdout, "  errors A %d B %d, FIFO violations A %d B %d\n", ra.Errors, rb.Errors, ra.FIFOViolations, rb.FIFOViolations)
+			}
+			ops = append(ops, rb.OpsPerSec/ra.OpsPerSec)
+			p50 = append(p50, rb.P50Ms/ra.P50Ms)
+			p99 = append(p99, rb.P99Ms/ra.P99Ms)
+			cpu = append(cpu, rb.ServerCPUPerOp/ra.ServerCPUPerOp)
+		}
+		fmt.Fprintf(stdout, "%s c=%d median of %d rounds, B/A: ops/s %.2fx  p50 %.2fx  p99 %.2fx  server CPU per op %.2fx\n",
+			*workload, c, *rounds, median(ops), median(p50), median(p99), median(cpu))
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/client"
+	"github.com/lni/dragonboat/v4/config"
+	dblogger "github.com/lni/dragonboat/v4/logger"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+	"github.com/redis/go-redis/v9"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"nacos-lockd/bench/load"
+	"nacos-lockd/protocol"
+	"nacos-lockd/protocol/pb"
+	"nacos-lockd/statemachine"
+)
+
+// ---- Redis: SET key val NX PX lease, released by a compare-and-delete
+// script (the single-instance recipe of the Redis docs). Redis has no
+// wait queue: a waiting client retries every millisecond.
+
+var unlockScript = redis.NewScript(`if redis.call("get", KEYS[1]) == ARGV[1] then return redis.call("del", KEYS[1]) else return 0 end`)
+
+type redisLocker struct {
+	c     *redis.Client
+	val   string
+	lease time.Duration
+}
+
+func dialRedis(addr string, lease time.Duration) load.Dialer {
+	return func(ctx context.Context, i int) (load.Locker, error) {
+		c := redis.NewClient(&redis.Options{Addr: addr, PoolSize: 1, MinIdleConns: 1, MaxRetries: -1, Protocol: 2,
+			DisableIdentity: true, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second})
+		if err := c.Ping(ctx).Err(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		if err := unlockScript.Load(ctx, c).Err(); err != nil {
+			c.Close()
+			return nil, err
+		}
+		return &redisLocker{c: c, val: fmt.Sprintf("bench-%d-%d", i, time.Now().UnixNano()), lease: lease}, nil
+	}
+}
+
+func (r *redisLocker) Acquire(ctx context.Context, key string, wait bool) (load.Grant, error) {
+	sent := time.Now()
+	for {
+		ok, err := r.c.SetNX(ctx, key, r.val, r.lease).Result()
+		if err != nil {
+			return load.Grant{}, err
+		}
+		if ok {
+			return load.Grant{Sent: sent, Replied: time.Now()}, nil
+		}
+		if !wait {
+			return load.Grant{}, load.ErrHeld
+		}
+		load.Sleep(ctx, time.Millisecond)
+		if ctx.Err() != nil {
+			return load.Grant{}, ctx.Err()
+		}
+	}
+}
+
+func (r *redisLocker) Release(ctx context.Context, key string) error {
+	n, err := unlockScript.EvalSha(ctx, r.c, []string{key}, r.val).Int()
+	if err != nil {
+		return err
+	}
+	if n != 1 {
+		return errors.New("compare-and-delete found another owner")
+	}
+	return nil
+}
+
+func (r *redisLocker) Close() error { return r.c.Close() }
+
+// ---- ZooKeeper: the standard lock recipe (ephemeral sequential znodes,
+// wait on the predecessor), as github.com/go-zookeeper/zk implements it.
+
+type zkLocker struct {
+	c     *zk.Conn
+	mu    sync.Mutex
+	locks map[string]*zk.Lock
+}
+
+func dialZK(addr string) load.Dialer {
+	return func(ctx context.Context, i int) (load.Locker, error) {
+		c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quietZK{}))
+		if err != nil {
+			return nil, err
+		}
+		for {
+			select {
+			case e := <-ev:
+				if e.State == zk.StateHasSession {
+					return &zkLocker{c: c, locks: map[string]*zk.Lock{}}, nil
+				}
+			case <-ctx.Done():
+				c.Close()
+				return nil, ctx.Err()
+			}
+		}
+	}
+}
+
+type quietZK struct{}
+
+func (quietZK) Printf(string, ...any) {}
+
+func (z *zkLocker) lock(key string) *zk.Lock {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	l, ok := z.locks[key]
+	if !ok {
+		l = zk.NewLock(z.c, "/bench/"+key, zk.WorldACL(zk.PermAll))
+		z.locks[key] = l
+	}
+	return l
+}
+
+func (z *zkLocker) Acquire(ctx context.Context, key string, wait bool) (load.Grant, error) {
+	// The recipe has no context: closing the session is the way to stop a
+	// waiter at the end of a run.
+	stop := context.AfterFunc(ctx, z.c.Close)
+	defer stop()
+	sent := time.Now()
+	if err := z.lock(key).Lock(); err != nil {
+		return load.Grant{}, err
+	}
+	return load.Grant{Sent: sent, Replied: time.Now()}, nil
+}
+
+func (z *zkLocker) Release(_ context.Context, key string) error { return z.lock(key).Unlock() }
+
+func (z *zkLocker) Close() error {
+	z.c.Close()
+	return nil
+}
+
+// ---- Empty gRPC round trips: the same connection-per-client pattern
+// and Nacos payload encoding as the lock client, against a server whose
+// unary handler answers at once. One "pair" is two round trips, like an
+// acquire and a release.
+
+type noopLocker struct {
+	cc  *grpc.ClientConn
+	req pb.RequestClient
+}
+
+func dialNoop(addr string) load.Dialer {
+	return func(ctx context.Context, i int) (load.Locker, error) {
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			return nil, err
+		}
+		n := &noopLocker{cc: cc, req: pb.NewRequestClient(cc)}
+		if err := n.call(ctx); err != nil {
+			cc.Close()
+			return nil, err
+		}
+		return n, nil
+	}
+}
+
+func (n *noopLocker) call(ctx context.Context) error {
+	p, err := protocol.EncodeWith(&protocol.HealthCheckRequest{}, "127.0.0.1", nil)
+	if err != nil {
+		return err
+	}
+	out, err := n.req.Request(ctx, p)
+	if err != nil {
+		return err
+	}
+	_, err = protocol.Decode(out)
+	return err
+}
+
+func (n *noopLocker) Acquire(ctx context.Context, _ string, _ bool) (load.Grant, error) {
+	return load.Grant{}, n.call(ctx)
+}
+func (n *noopLocker) Release(ctx context.Context, _ string) error { return n.call(ctx) }
+func (n *noopLocker) Close() error                                { return n.cc.Close() }
+
+// noopServer answers every unary request with a prepared
+// HealthCheckResponse and nothing else.
+type noopServer struct {
+	pb.UnimplementedRequestServer
+	reply *pb.Payload
+}
+
+func (s *noopServer) Request(context.Context, *pb.Payload) (*pb.Payload, error) { return s.reply, nil }
+
+func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
+	addr := "127.0.0.1:19848"
+	if len(args) > 1 && args[0] == "--addr" {
+		addr = args[1]
+	}
+	reply, err := protocol.Encode(&protocol.HealthCheckResponse{ResponseBase: protocol.Success()})
+	if err != nil {
+		return err
+	}
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	gs := grpc.NewServer()
+	pb.RegisterRequestServer(gs, &noopServer{reply: reply})
+	go func() {
+		<-ctx.Done()
+		gs.Stop()
+	}()
+	fmt.Fprintln(stderr, "noop gRPC server on", lis.Addr())
+	return gs.Serve(lis)
+}
+
+// ---- Raw dragonboat proposals with a no-op state machine, in this
+// process: the same NodeHost settings as nacos-lockd (1 ms RTT, small-mem
+// pebble log DB, fsync'd WAL), commands of a lock command's size, no
+// network and no gateway. One "pair" is two proposals.
+
+type raftNoop struct {
+	nh      *dragonboat.NodeHost
+	session func() *client.Session
+	cmd     []byte
+	dir     string
+}
+
+type noopSM struct{}
+
+func (noopSM) Update(e sm.Entry) (sm.Result, error) { return sm.Result{Value: 1}, nil }
+func (noopSM) Lookup(any) (any, error)              { return nil, nil }
+func (noopSM) SaveSnapshot(io.Writer, sm.ISnapshotFileCollection, <-chan struct{}) error {
+	return nil
+}
+func (noopSM) RecoverFromSnapshot(io.Reader, []sm.SnapshotFile, <-chan struct{}) error { return nil }
+func (noopSM) Close() error                                                            { return nil }
+
+func startRaftNoop(ctx context.Context, dir string, port int) (*raftNoop, error) {
+	dblogger.GetLogger("raft").SetLevel(dblogger.ERROR)
+	for _, p := range []string{"rsm", "transport", "dragonboat", "raftpb", "logdb", "config", "settings", "grpc"} {
+		dblogger.GetLogger(p).SetLevel(dblogger.ERROR)
+	}
+	nhDir := filepath.Join(dir, "raft")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{
+		NodeHostDir: nhDir, WALDir: nhDir, RTTMillisecond: 1, RaftAddress: addr,
+		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = nh.StartReplica(map[uint64]dragonboat.Target{1: addr}, false,
+		func(uint64, uint64) sm.IStateMachine { return noopSM{} },
+		config.Config{ReplicaID: 1, ShardID: 1, CheckQuorum: true, PreVote: true, ElectionRTT: 10, HeartbeatRTT: 1,
+			SnapshotEntries: 10000, CompactionOverhead: 5000})
+	if err != nil {
+		nh.Close()
+		return nil, err
+	}
+	for {
+		if _, _, ok, err := nh.GetLeaderID(1); err == nil && ok {
+			break
+		}
+		if ctx.Err() != nil {
+			nh.Close()
+			return nil, ctx.Err()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd := statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli(), Kind: statemachine.KindNonReentrant,
+		Key: "bench-w1-1234567890-12", Owner: "bench-12-1234567890123456789", ConnID: "1700000000000_127.0.0.1_54321_1",
+		LeaseMs: 30000}.Encode()
+	return &raftNoop{nh: nh, session: func() *client.Session { return nh.GetNoOPSession(1) }, cmd: cmd, dir: dir}, nil
+}
+
+func (r *raftNoop) close() {
+	r.nh.Close()
+	_ = os.RemoveAll(r.dir)
+}
+
+func (r *raftNoop) dialer() load.Dialer {
+	return func(context.Context, int) (load.Locker, error) { return raftNoopLocker{r}, nil }
+}
+
+type raftNoopLocker struct{ r *raftNoop }
+
+func (l raftNoopLocker) propose(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	_, err := l.r.nh.SyncPropose(ctx, l.r.session(), l.r.cmd)
+	return err
+}
+
+func (l raftNoopLocker) Acquire(ctx context.Context, _ string, _ bool) (load.Grant, error) {
+	return load.Grant{}, l.propose(ctx)
+}
+func (l raftNoopLocker) Release(ctx context.Context, _ string) error { return l.propose(ctx) }
+func (raftNoopLocker) Close() error                                  { return nil }
+
+// supports says whether a target can run a workload.
+func supports(target, workload string) (bool, string) {
+	switch {
+	case workload == "w1":
+		return true, ""
+	case workload == "w2" && (target == "grpc-noop" || target == "raft-noop"):
+		return false, "a ceiling has no lock to contend"
+	case workload == "w2":
+		return true, ""
+	case strings.HasPrefix(target, "nacos"):
+		return true, ""
+	}
+	return false, "only nacos-lockd runs w3-w5"
+}
