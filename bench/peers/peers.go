@@ -40,6 +40,13 @@ func Start(name, dir, bin string, args ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// A relative path with a slash would be resolved against dir, the
+	// server's own working directory, not against ours.
+	if strings.ContainsRune(bin, filepath.Separator) && !filepath.IsAbs(bin) {
+		if abs, err := filepath.Abs(bin); err == nil {
+			bin = abs
+		}
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = lf, lf
