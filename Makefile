@@ -11,7 +11,7 @@ MVN_FLAGS ?= -B -ntp -fae
 NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
 .PHONY: build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
-	nacos-fixtures vet fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd
+	nacos-fixtures vet fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd chaos chaos-ci
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -22,7 +22,7 @@ build: ## binaries into ./bin: nacos-lockd, nacos-lockctl, nacos-lock-bench
 run: build ## one node, embedded storage, main port 8848 (gRPC 9848, Raft 7848), data in ./data
 	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR)
 
-test: vet fmt-check test-go fuzz-smoke interop bench-smoke ## everything CI runs
+test: vet fmt-check test-go fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
 
 vet: ## go vet
 	$(GO) vet ./...
@@ -84,6 +84,17 @@ bench-ab: build ## before/after of a change: make bench-ab B=/path/to/changed/na
 
 bench-etcd: ## build the etcd peer (own module, etcd's dependencies stay out of go.mod)
 	cd bench/etcd && $(GO) build -mod=mod -trimpath -o bin/etcd-peer .
+
+# --- issue 8: fault injection, histories checked with porcupine (interop/chaos/README.md)
+DURATION ?= 30m
+# Partitions need network namespaces (root, iproute2); CHAOS_CI_NET=auto falls back to loopback.
+CHAOS_CI_NET ?= netns
+
+chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), fails on any violation
+	CHAOS_REQUIRE_HOOKS=1 CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^TestChaosCI$$' -v ./interop/chaos
+
+chaos: ## long run: make chaos DURATION=30m (3 nodes, then 5 nodes, DURATION each)
+	CHAOS_REQUIRE_HOOKS=1 CHAOS_DURATION=$(DURATION) $(GO) test -tags chaos -count=1 -timeout 0 -run '^TestChaos$$' -v ./interop/chaos
 
 proto: ## regenerate protocol/pb with pinned protoc and plugins
 	./protocol/gen.sh

@@ -3,6 +3,7 @@ module nacos-lockd
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/apache/dubbo-go-hessian2 v1.12.5
 	github.com/dgraph-io/badger/v4 v4.9.6
 	github.com/go-zookeeper/zk v1.0.4

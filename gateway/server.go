@@ -58,7 +58,7 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 		m:    newMetrics(cfg.Metrics),
 		log:  log.With().Str("component", "gateway").Logger(),
 		reg:  registry{conns: make(map[string]*conn), perIP: make(map[string]int)},
-		now:  time.Now,
+		now:  clockOrNow(cfg.Now),
 		stop: make(chan struct{}),
 	}, nil
 }

@@ -67,6 +67,9 @@ func (b *Batch) Commit() error {
 	if len(ops) == 0 {
 		return nil
 	}
+	if err := failpoint(); err != nil {
+		return fmt.Errorf("commit batch: %w", err)
+	}
 	db := b.db
 	db.mu.RLock()
 	defer db.mu.RUnlock()

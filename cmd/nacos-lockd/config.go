@@ -27,6 +27,7 @@ type config struct {
 	tls         compat.TLSSettings
 	identity    [2]string // nacos.core.auth.server.identity.key/value: lets nodes join a cluster with auth on
 	importNacos string    // a Nacos lock snapshot to import into an empty data dir first
+	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go)
 }
 
 func (c config) mode() string {
@@ -74,6 +75,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	join := fs.Bool("join", false, "start as a new member of a running cluster (after `nacos-lockctl cluster add`)")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
+	testHooks := fs.String("test-hooks", "", "TEST ONLY, never in production: a control file through which the chaos suite injects clock offsets, storage faults and leader transfers")
 	importNacos := fs.String("import-nacos", "", "import a Nacos lock snapshot (snapshot_N dir or nacos_lock.zip) into the empty data dir before starting")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
@@ -114,7 +116,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		props = p
 	}
-	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos}
+	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos, testHooks: *testHooks}
 	var err error
 	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
 		return config{}, fmt.Errorf("config %s: %w", *configFile, err)

@@ -131,6 +131,14 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		}
 	}()
 
+	hooks, err := startTestHooks(cfg.testHooks, log)
+	if err != nil {
+		return err
+	}
+	defer hooks.stop()
+	storage.SetTestFailpoint(hooks.storageFailpoint())
+	defer storage.SetTestFailpoint(nil)
+
 	authn, err := newAuthenticator(cfg, log)
 	if err != nil {
 		return err
@@ -169,6 +177,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		PeerAlive:           peers.alive, // reads peers.node, set before Serve
 		Metrics:             reg,
 		Auth:                authn,
+		Now:                 hooks.clock(), // nil: the wall clock
 	}, log)
 	if err != nil {
 		return err
@@ -217,6 +226,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	}
 	defer node.Close() // after the gateway has drained, before storage closes
 	peers.node = node
+	hooks.attach(node)
 
 	// Bind both ports before waiting for Raft, so a port clash fails fast.
 	grpcLis, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(self.GRPCPort())))
