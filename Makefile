@@ -91,7 +91,7 @@ DURATION ?= 30m
 CHAOS_CI_NET ?= netns
 
 chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), fails on any violation
-	CHAOS_REQUIRE_HOOKS=1 CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^(TestChaosCI|TestClockJumpLimits)$$' -v ./interop/chaos
+	CHAOS_REQUIRE_HOOKS=1 CHAOS_JAVA=require CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^(TestChaosCI|TestClockJumpLimits)$$' -v ./interop/chaos
 
 chaos: ## long run: make chaos DURATION=30m (3 nodes, then 5 nodes, DURATION each)
 	CHAOS_REQUIRE_HOOKS=1 CHAOS_DURATION=$(DURATION) $(GO) test -tags chaos -count=1 -timeout 0 -run '^TestChaos$$' -v ./interop/chaos

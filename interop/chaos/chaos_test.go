@@ -117,6 +117,11 @@ func runChaos(t *testing.T, rc runConfig) {
 		LeaseMs: [2]int64{500, maxLease.Milliseconds()}, WaitMs: [2]int64{1000, 4000}, StallPct: 3,
 	}
 	cs := newClientSet(t, out, base, rc.clients)
+	var mainAddrs []string
+	for _, n := range c.nodes[:rc.nodes] {
+		mainAddrs = append(mainAddrs, n.address())
+	}
+	jc := startJavaClient(t, out, mainAddrs, 100, 2, rc.seed)
 	nem, err := newNemesis(t, c, cs, rc.seed, maxLease, filepath.Join(out, "nemesis.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,6 +135,7 @@ func runChaos(t *testing.T, rc runConfig) {
 	t.Logf("schedule over after %v; healed, letting the clients run on a healthy cluster", time.Since(started).Round(time.Second))
 	sleep(context.Background(), 5*time.Second)
 	cs.stop()
+	jc.stop()
 	nem.log.Close()
 
 	rep := report{Seed: rc.seed, Nodes: rc.nodes, Duration: rc.duration.String()}

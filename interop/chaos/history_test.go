@@ -277,7 +277,7 @@ func loadHistory(dir string) (*history, error) {
 			h.stats.Ops++
 			h.stats.ByOp[in.Op.String()]++
 			h.stats.ByOutcome[out.Out.String()]++
-			if out.Out == outGranted {
+			if out.Out == outGranted && !out.Blind { // a blind grant shows no token
 				h.grants = append(h.grants, grantObs{lock: r.Lock, sess: r.Owner, token: out.Token, call: r.Ts, ret: ret.Ts,
 					claim: r.Retry || in.Reentrant})
 			}
@@ -323,6 +323,9 @@ func classify(op opKind, ret record, done bool) lockOutput {
 	if !done || ret.Err != "" || ret.Code != 200 {
 		return lockOutput{Out: outUnknown}
 	}
+	if ret.Blind {
+		return classifyBlind(op, ret.Result)
+	}
 	switch op {
 	case opAcquire:
 		switch {
@@ -355,6 +358,23 @@ func classify(op opKind, ret record, done bool) lockOutput {
 	// A definite reply the model has no transition for (a wrong message,
 	// a refused cancel): keep it definite so the check fails on it.
 	return lockOutput{Out: outFalse}
+}
+
+// classifyBlind turns a Java Gen 1 reply, a bare boolean, into the
+// model's outcome: an ACQUIRE without a wait is granted or refused as held;
+// a RELEASE succeeds or is refused for a reason the client never sees.
+func classifyBlind(op opKind, result bool) lockOutput {
+	switch {
+	case op == opAcquire && result:
+		return lockOutput{Out: outGranted, Blind: true}
+	case op == opAcquire:
+		return lockOutput{Out: outHeld, Blind: true}
+	case op == opRelease && result:
+		return lockOutput{Out: outOK, Blind: true}
+	case op == opRelease:
+		return lockOutput{Out: outRefused, Blind: true}
+	}
+	return lockOutput{Out: outFalse} // the Java client sends nothing else
 }
 
 func floorMs(ns int64) int64 { return ns / 1e6 }

@@ -50,6 +50,14 @@ var (
 	ok      = lockOutput{Out: outOK}
 )
 
+// Replies as the Java Gen 1 client sees them: booleans only.
+var (
+	blindTrue  = lockOutput{Out: outGranted, Blind: true}
+	blindHeld  = lockOutput{Out: outHeld, Blind: true}
+	blindOK    = lockOutput{Out: outOK, Blind: true}
+	blindFalse = lockOutput{Out: outRefused, Blind: true}
+)
+
 func queued(pos int32) lockOutput { return lockOutput{Out: outQueued, Pos: pos} }
 
 func check(t *testing.T, lost map[int32]int64, b *histBuilder) porcupine.CheckResult {
@@ -116,6 +124,14 @@ func TestModelAccepts(t *testing.T) {
 			add(acq(0, 0, 2, 10000), unknown).
 			add(acq(1, 10, 11, 1000), granted(1, 9))},
 		"reentrant counts": {h: &histBuilder{ops: reentrant([]lockOutput{granted(1, 5), granted(2, 5), released(1), released(0)})}},
+		"blind java client beside a seeing one": {h: new(histBuilder).
+			add(acq(0, 0, 2, 1000), blindTrue).
+			add(acq(1, 10, 11, 1000), held).
+			add(rel(1, 12, 13), blindFalse).
+			add(rel(0, 20, 22), blindOK).
+			add(acq(1, 30, 32, 1000), granted(1, 9)).
+			add(acq(0, 40, 41, 1000), blindHeld).
+			add(rel(0, 42, 43), blindFalse)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if res := check(t, tc.lost, tc.h); res != porcupine.Ok {
@@ -171,6 +187,16 @@ func TestModelRejects(t *testing.T) {
 			add(acq(0, 0, 2, 10000), granted(1, 5)).
 			add(acq(1, 60, 61, 1000), granted(1, 9))},
 		"reentrant count skips": {h: &histBuilder{ops: reentrant([]lockOutput{granted(1, 5), granted(3, 5)})}},
+		"blind double grant": {h: new(histBuilder).
+			add(acq(0, 0, 2, 1000), granted(1, 5)).
+			add(acq(1, 10, 12, 1000), blindTrue)},
+		"blind release of a lock it lost": {h: new(histBuilder).
+			add(acq(0, 0, 2, 1000), blindTrue).
+			add(acq(1, 10, 12, 1000), held).
+			add(rel(1, 20, 21), blindOK)},
+		"blind holder refused its own release": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), blindTrue).
+			add(rel(0, 20, 21), blindFalse)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if res := check(t, tc.lost, tc.h); res != porcupine.Illegal {

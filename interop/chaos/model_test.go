@@ -79,10 +79,11 @@ const (
 	outNotFound                // RELEASE or RENEW: the lock is free or unknown
 	outNotOwner                // RELEASE or RENEW: held by someone else
 	outFalse                   // RENEW refused (RENEW replies carry no reason)
+	outRefused                 // RELEASE refused, reason unseen (not-found or not-owner): a blind reply
 )
 
 func (o outcome) String() string {
-	return [...]string{"?", "granted", "queued", "held", "ok", "not-found", "not-owner", "false"}[o]
+	return [...]string{"?", "granted", "queued", "held", "ok", "not-found", "not-owner", "false", "refused"}[o]
 }
 
 type lockOutput struct {
@@ -90,6 +91,10 @@ type lockOutput struct {
 	Count int32
 	Pos   int32
 	Token uint64
+	// Blind: the client saw only a boolean (the Java Gen 1 API returns
+	// true or false and hides the count, token and reason), so those are
+	// not checked.
+	Blind bool
 }
 
 // modelParams are the run's facts the model needs beyond the operations.
@@ -495,7 +500,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 	// reveal checks a token the reply carries against what the state knows
 	// and records it.
 	reveal := func(n lockState, tok uint64) (lockState, bool) {
-		if unknown {
+		if unknown || out.Blind {
 			return n, true
 		}
 		switch {
@@ -519,7 +524,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 		switch {
 		case s.holder == in.Owner && s.unclaimed:
 			// The waiter claims the grant it was handed: count 1, same token.
-			if !unknown && (out.Out != outGranted || out.Count != 1) {
+			if !unknown && (out.Out != outGranted || (!out.Blind && out.Count != 1)) {
 				return nil
 			}
 			n, ok := reveal(s.clone(), out.Token)
@@ -530,7 +535,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 			n.q = slices.DeleteFunc(n.q, func(w waiterState) bool { return w.owner == in.Owner })
 			return []lockState{lease(n, in.Lease)}
 		case s.holder == in.Owner && in.Reentrant:
-			if !unknown && (out.Out != outGranted || out.Count != s.count+1) {
+			if !unknown && (out.Out != outGranted || (!out.Blind && out.Count != s.count+1)) {
 				return nil
 			}
 			n, ok := reveal(s.clone(), out.Token)
@@ -546,12 +551,12 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 			return nil
 		case s.holder < 0:
 			// Free implies an empty queue: hand-offs happen when freed.
-			if !unknown && (out.Out != outGranted || out.Count != 1 || out.Token <= s.last) {
+			if !unknown && (out.Out != outGranted || (!out.Blind && (out.Count != 1 || out.Token <= s.last))) {
 				return nil
 			}
 			n := s.clone()
 			n.holder, n.count, n.unclaimed = in.Owner, 1, false
-			if unknown {
+			if unknown || out.Blind {
 				n.token, n.minTok = 0, s.last
 			} else {
 				n.token, n.minTok, n.last = out.Token, 0, out.Token
@@ -583,12 +588,12 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 	case opRelease:
 		switch {
 		case s.holder < 0:
-			if unknown || out.Out == outNotFound {
+			if unknown || out.Out == outNotFound || out.Out == outRefused {
 				return []lockState{s}
 			}
 			return nil
 		case s.holder != in.Owner:
-			if unknown || out.Out == outNotOwner {
+			if unknown || out.Out == outNotOwner || out.Out == outRefused {
 				return []lockState{s}
 			}
 			return nil
@@ -596,12 +601,12 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 		n := s.clone()
 		n.count--
 		if n.unclaimed || n.count <= 0 {
-			if !unknown && (out.Out != outOK || out.Count != 0) {
+			if !unknown && (out.Out != outOK || (!out.Blind && out.Count != 0)) {
 				return nil
 			}
 			return m.handOff(m.free(n), m.loClock(in.Call, in.Ret), ret)
 		}
-		if !unknown && (out.Out != outOK || out.Count != n.count) {
+		if !unknown && (out.Out != outOK || (!out.Blind && out.Count != n.count)) {
 			return nil
 		}
 		return []lockState{n}
@@ -774,11 +779,15 @@ func describeOp(in lockInput, out lockOutput) string {
 	b.WriteString(" -> ")
 	switch out.Out {
 	case outGranted:
+		if out.Blind {
+			b.WriteString("true (granted)")
+			break
+		}
 		fmt.Fprintf(&b, "granted x%d tok %d", out.Count, out.Token)
 	case outQueued:
 		fmt.Fprintf(&b, "queued #%d", out.Pos)
 	case outOK:
-		if in.Op == opRelease {
+		if in.Op == opRelease && !out.Blind {
 			fmt.Fprintf(&b, "ok x%d", out.Count)
 		} else {
 			b.WriteString("ok")

@@ -84,6 +84,9 @@ type record struct {
 	Token  uint64 `json:"token,omitempty"`
 	Msg    string `json:"msg,omitempty"`
 	Err    string `json:"err,omitempty"`
+	// Blind: the reply was seen only as a boolean (the Java Gen 1 client,
+	// interop/java ChaosGen1ClientMain): no count, token or message.
+	Blind bool `json:"blind,omitempty"`
 
 	// reg: a register call (token, what it read or wrote, whether accepted)
 	RegOp    string `json:"regOp,omitempty"`
