@@ -4,11 +4,9 @@ package chaos
 
 import (
 	"archive/zip"
-	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +21,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nacos-lockd/interop/procs"
 )
 
 // cluster is a set of real nacos-lockd processes, plus one spare node for
@@ -215,7 +215,7 @@ func (c *cluster) start(i int, join bool) {
 func (c *cluster) waitReady(i int, d time.Duration) error {
 	n := c.nodes[i]
 	deadline := time.Now().Add(d)
-	for !fileHas(n.logPath, `"message":"nacos-lockd ready"`) {
+	for !procs.LogHas(n.logPath, `"message":"nacos-lockd ready"`) {
 		if !n.running() {
 			return fmt.Errorf("node %d exited before it was ready (see %s)", i, n.logPath)
 		}
@@ -225,22 +225,6 @@ func (c *cluster) waitReady(i int, d time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return nil
-}
-
-func fileHas(path, s string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if strings.Contains(sc.Text(), s) {
-			return true
-		}
-	}
-	return false
 }
 
 func envOr(k, def string) string {
@@ -332,30 +316,10 @@ func (c *cluster) writeHooks(n *node) error {
 
 var httpc = &http.Client{Timeout: 2 * time.Second}
 
-type memberView struct {
-	ReplicaID uint64 `json:"replicaId"`
-	Address   string `json:"address"`
-	Role      string `json:"role"`
-	Self      bool   `json:"self"`
-}
+type memberView = procs.Member
 
 func (c *cluster) members(i int) ([]memberView, error) {
-	resp, err := httpc.Get("http://" + c.nodes[i].httpAddr() + "/v1/cluster/members")
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Members []memberView `json:"members"`
-		Error   string       `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("members: %d %s", resp.StatusCode, out.Error)
-	}
-	return out.Members, nil
+	return procs.Members(c.nodes[i].httpAddr(), httpc.Timeout)
 }
 
 // leader returns the node most live nodes name as leader, or -1.

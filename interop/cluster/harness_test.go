@@ -3,10 +3,7 @@
 package cluster
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,36 +118,12 @@ func (c *cluster) term(i int) {
 func (c *cluster) pause(i int)  { c.nodes[i].Pause() }
 func (c *cluster) resume(i int) { c.nodes[i].Resume() }
 
-type memberView struct {
-	ReplicaID uint64 `json:"replicaId"`
-	Address   string `json:"address"`
-	Role      string `json:"role"`
-	Self      bool   `json:"self"`
-}
+type memberView = procs.Member
 
-// members asks node i for the membership.
+// members asks node i for the membership. The server bounds its own
+// ReadIndex at 10s; allow that long on a loaded machine.
 func (c *cluster) members(i int) ([]memberView, error) {
-	// The server bounds its own ReadIndex at 10s; give it that long on a
-	// loaded machine before calling the answer missing.
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.nodes[i].httpAddr()+"/v1/cluster/members", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	var out struct {
-		Members []memberView `json:"members"`
-		Error   string       `json:"error"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("members: %d %s", resp.StatusCode, out.Error)
-	}
-	return out.Members, nil
+	return procs.Members(c.nodes[i].httpAddr(), 12*time.Second)
 }
 
 // leader returns the index of the node every live node agrees leads.
