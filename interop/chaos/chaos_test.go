@@ -148,7 +148,12 @@ func runChaos(t *testing.T, rc runConfig) {
 	}
 	t.Logf("replicas: %s %+v", verdict, digests)
 
+	// porcupine's budget, shared by the locks: a long run's histories take
+	// longer, and an undecided lock proves nothing.
 	timeout := 5 * time.Minute
+	if rc.duration > 10*time.Minute {
+		timeout = 3 * rc.duration
+	}
 	if v := os.Getenv("CHAOS_CHECK_TIMEOUT"); v != "" {
 		if d, err := time.ParseDuration(v); err == nil {
 			timeout = d

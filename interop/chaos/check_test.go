@@ -31,6 +31,8 @@ type report struct {
 	ClockFwd  int64          `json:"clockAllowanceFwdMs"`
 	ClockBack int64          `json:"clockAllowanceBackMs"`
 	Checker   string         `json:"checker"` // Ok, Illegal or Unknown
+	// PerLock is porcupine's verdict on each lock's history, with its time.
+	PerLock map[string]string `json:"perLock,omitempty"`
 	// ClockSkewEffect is the same check with no clock allowance, when clock
 	// faults were injected: not a violation (see README, Correctness).
 	ClockSkewEffect string   `json:"clockSkewEffect,omitempty"`
@@ -54,6 +56,8 @@ type checkOptions struct {
 	prefix  string        // of the files written for failing locks; default "violation-"
 	timeout time.Duration // porcupine budget for the whole history; 0 = none
 	faults  []faultEvent  // for annotations
+	// perLock, when set, receives each lock's verdict and check time.
+	perLock map[string]string
 }
 
 // checkHistory runs porcupine over h and the simple token checks. It
@@ -80,7 +84,11 @@ func checkHistory(dir string, h *history, opt checkOptions) (verdict string, vio
 		if budget > 0 {
 			budget /= time.Duration(len(parts))
 		}
+		began := time.Now()
 		res, info := porcupine.CheckOperationsVerbose(model, part, budget)
+		if opt.perLock != nil {
+			opt.perLock[lock] = fmt.Sprintf("%s in %s (%d operations)", res, time.Since(began).Round(time.Millisecond), len(part))
+		}
 		switch res {
 		case porcupine.Ok:
 			continue
@@ -406,12 +414,13 @@ func checkRun(dir string, rep report, reg regStats, timeout time.Duration) (repo
 	skew, fwd, back := clockAllowance(faults)
 	rep.ClockFwd, rep.ClockBack = fwd, back
 	start := time.Now()
-	verdict, violations, files := checkHistory(dir, h, checkOptions{skew: skew, timeout: timeout, faults: faults})
+	rep.PerLock = map[string]string{}
+	verdict, violations, files := checkHistory(dir, h, checkOptions{skew: skew, timeout: timeout, faults: faults, perLock: rep.PerLock})
 	rep.CheckTime = time.Since(start).Round(time.Millisecond).String()
 	rep.Checker, rep.Files = verdict, files
 	rep.Violations = append(rep.Violations, violations...)
 	if verdict == string(porcupine.Unknown) {
-		rep.Warnings = append(rep.Warnings, "porcupine did not finish within its time budget for some lock: not proven, not refuted")
+		rep.Warnings = append(rep.Warnings, fmt.Sprintf("porcupine did not finish within its time budget (%v for all locks; CHAOS_CHECK_TIMEOUT) for some lock: not proven, not refuted", timeout))
 	}
 	if len(skew.iv) > 0 {
 		// The verdict above allows for the clock faults. Checked again as if

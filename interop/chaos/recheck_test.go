@@ -54,6 +54,14 @@ func logReport(t testing.TB, rep report) {
 		rep.Register.Reads, rep.Register.Writes, rep.Register.AcceptedWrites, rep.Register.StaleReads, rep.Register.StaleWrites)
 	fmt.Fprintf(&b, "replicas: %s\n", rep.Replicas)
 	fmt.Fprintf(&b, "linearizability (porcupine): %s in %s\n", rep.Checker, rep.CheckTime)
+	locks := make([]string, 0, len(rep.PerLock))
+	for l := range rep.PerLock {
+		locks = append(locks, l)
+	}
+	sort.Strings(locks)
+	for _, l := range locks {
+		fmt.Fprintf(&b, "  %s: %s\n", l, rep.PerLock[l])
+	}
 	if rep.ClockSkewEffect != "" {
 		fmt.Fprintf(&b, "same history with perfect-clock lease bounds: %s\n", rep.ClockSkewEffect)
 	}
