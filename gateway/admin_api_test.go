@@ -2,24 +2,19 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"golang.org/x/crypto/bcrypt"
 
 	"nacos-lockd/gateway/admin"
-	"nacos-lockd/gateway/auth"
+	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/statemachine"
@@ -58,7 +53,7 @@ type adminEnv struct {
 // wires them.
 func startAdminEnv(t *testing.T) *adminEnv {
 	t.Helper()
-	a, adminTok, appTok := fastAuth(t)
+	a, adminTok, appTok := authtest.FastAuth(t)
 	env := &adminEnv{logs: &lockedBuffer{}, reg: prometheus.NewRegistry(), adminTok: adminTok, appTok: appTok}
 	log := zerolog.New(env.logs).Level(zerolog.DebugLevel)
 	env.ts = startServerLog(t, Config{NodeID: "1", Auth: a}, log)
@@ -256,49 +251,4 @@ func counterValue(t *testing.T, reg *prometheus.Registry, name, result string) f
 	}
 	t.Fatalf("no %s{result=%q}", name, result)
 	return 0
-}
-
-// fastAuth is auth on with cheap credentials: a users file written with
-// bcrypt's minimum cost (logins are fast) and tokens signed directly.
-// bcrypt at its default cost takes seconds under the race detector.
-func fastAuth(t testing.TB) (a *auth.Authenticator, adminTok, appTok string) {
-	t.Helper()
-	type user struct {
-		Username    string            `json:"username"`
-		Password    string            `json:"password"`
-		GlobalAdmin bool              `json:"globalAdmin,omitempty"`
-		Permissions []auth.Permission `json:"permissions,omitempty"`
-	}
-	var users []user
-	for _, u := range []struct {
-		name  string
-		admin bool
-	}{{"admin", true}, {"app", false}} {
-		h, err := bcrypt.GenerateFromPassword([]byte(u.name+"-password"), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users = append(users, user{Username: u.name, Password: string(h), GlobalAdmin: u.admin, Permissions: []auth.Permission{{Resource: "*", Action: "rw"}}})
-	}
-	path := filepath.Join(t.TempDir(), "users.json")
-	b, _ := json.Marshal(map[string]any{"users": users})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := auth.OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := []byte("0123456789abcdef0123456789abcdef")
-	if a, err = auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString(key)}, store); err != nil {
-		t.Fatal(err)
-	}
-	sign := func(sub string) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return a, sign("admin"), sign("app")
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,15 +15,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
-	"golang.org/x/crypto/bcrypt"
 
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth"
+	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/statemachine"
@@ -69,7 +67,7 @@ func startNode(t *testing.T, withAuth bool) *node {
 	n := &node{logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
 	log := zerolog.New(n.logs).Level(zerolog.InfoLevel)
 	if withAuth {
-		n.auth, _, _ = fastAuth(t)
+		n.auth, _, _ = authtest.FastAuth(t)
 	}
 	port := freeMainPort(t)
 	n.server, n.grpc = fmt.Sprintf("127.0.0.1:%d", port), fmt.Sprintf("127.0.0.1:%d", port+1000)
@@ -414,49 +412,4 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("lockPath(%q) = %s, want %s", key, got, want)
 		}
 	}
-}
-
-// fastAuth is auth on with cheap credentials: a users file written with
-// bcrypt's minimum cost (logins are fast) and tokens signed directly.
-// bcrypt at its default cost takes seconds under the race detector.
-func fastAuth(t testing.TB) (a *auth.Authenticator, adminTok, appTok string) {
-	t.Helper()
-	type user struct {
-		Username    string            `json:"username"`
-		Password    string            `json:"password"`
-		GlobalAdmin bool              `json:"globalAdmin,omitempty"`
-		Permissions []auth.Permission `json:"permissions,omitempty"`
-	}
-	var users []user
-	for _, u := range []struct {
-		name  string
-		admin bool
-	}{{"admin", true}, {"app", false}} {
-		h, err := bcrypt.GenerateFromPassword([]byte(u.name+"-password"), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users = append(users, user{Username: u.name, Password: string(h), GlobalAdmin: u.admin, Permissions: []auth.Permission{{Resource: "*", Action: "rw"}}})
-	}
-	path := filepath.Join(t.TempDir(), "users.json")
-	b, _ := json.Marshal(map[string]any{"users": users})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := auth.OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := []byte("0123456789abcdef0123456789abcdef")
-	if a, err = auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString(key)}, store); err != nil {
-		t.Fatal(err)
-	}
-	sign := func(sub string) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return a, sign("admin"), sign("app")
 }

@@ -3,27 +3,22 @@ package admin
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
-	"golang.org/x/crypto/bcrypt"
 
-	"nacos-lockd/gateway/auth"
+	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/statemachine/lockview"
 )
 
@@ -470,7 +465,7 @@ func TestForceReleaseOfAGrantThatChanged(t *testing.T) {
 }
 
 func TestLockRoutesNeedAnAdminToken(t *testing.T) {
-	a, adminTok, appTok := fastAuth(t)
+	a, adminTok, appTok := authtest.FastAuth(t)
 	noLocks := New(Config{Auth: a}, &fakeCluster{self: 1, members: map[uint64]string{}, removed: map[uint64]bool{}}, zerolog.Nop()).Handler()
 	if code := call(t, noLocks, "GET", "/v1/locks?accessToken="+adminTok, nil, nil); code != 404 { // only there with Locks
 		t.Fatalf("lock routes without Locks: %d", code)
@@ -566,49 +561,4 @@ func FuzzLockRoutes(f *testing.F) {
 			}
 		}
 	})
-}
-
-// fastAuth is auth on with cheap credentials: a users file written with
-// bcrypt's minimum cost (logins are fast) and tokens signed directly.
-// bcrypt at its default cost takes seconds under the race detector.
-func fastAuth(t testing.TB) (a *auth.Authenticator, adminTok, appTok string) {
-	t.Helper()
-	type user struct {
-		Username    string            `json:"username"`
-		Password    string            `json:"password"`
-		GlobalAdmin bool              `json:"globalAdmin,omitempty"`
-		Permissions []auth.Permission `json:"permissions,omitempty"`
-	}
-	var users []user
-	for _, u := range []struct {
-		name  string
-		admin bool
-	}{{"admin", true}, {"app", false}} {
-		h, err := bcrypt.GenerateFromPassword([]byte(u.name+"-password"), bcrypt.MinCost)
-		if err != nil {
-			t.Fatal(err)
-		}
-		users = append(users, user{Username: u.name, Password: string(h), GlobalAdmin: u.admin, Permissions: []auth.Permission{{Resource: "*", Action: "rw"}}})
-	}
-	path := filepath.Join(t.TempDir(), "users.json")
-	b, _ := json.Marshal(map[string]any{"users": users})
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	store, err := auth.OpenStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := []byte("0123456789abcdef0123456789abcdef")
-	if a, err = auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString(key)}, store); err != nil {
-		t.Fatal(err)
-	}
-	sign := func(sub string) string {
-		s, err := jwt.NewWithClaims(jwt.SigningMethodHS256, jwt.MapClaims{"sub": sub, "exp": time.Now().Add(time.Hour).Unix()}).SignedString(key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
-	return a, sign("admin"), sign("app")
 }
