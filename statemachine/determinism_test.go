@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
@@ -151,8 +152,35 @@ func FuzzApplyCommand(f *testing.F) {
 	}
 	f.Add([]byte{})
 	f.Add([]byte{commandVersion, byte(OpAcquire), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
+	for _, e := range batched(randomCommands(7, 60), 4) {
+		if isBatch(e) {
+			f.Add(e)
+		}
+	}
 	base := randomCommands(6, 300)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		if isBatch(data) { // a coalesced entry
+			tb := NewTable()
+			for i, bc := range base {
+				tb.Apply(uint64(i+1), bc)
+			}
+			before := tb.StateBytes()
+			rs := tb.ApplyBatch(uint64(len(base)+1), data)
+			if _, err := decodeBatch(data); (err == nil) != (rs != nil) {
+				t.Fatalf("frame error %v but %d results", err, len(rs))
+			}
+			if rs == nil {
+				tb.applied = uint64(len(base))
+				if !bytes.Equal(tb.StateBytes(), before) {
+					t.Fatal("a rejected batch changed the table")
+				}
+			}
+			if back, err := decodeResults(encodeResults(rs)); rs != nil && (err != nil || fmt.Sprint(back) != fmt.Sprint(rs)) {
+				t.Fatalf("results round trip: %v %v", back, err)
+			}
+			checkInvariants(t, tb)
+			return
+		}
 		c, err := DecodeCommand(data)
 		if err == nil {
 			if back, err := DecodeCommand(c.Encode()); err != nil || back != c {

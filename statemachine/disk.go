@@ -75,6 +75,11 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.Lock()
 	t := s.table
 	for i := range entries {
+		if isBatch(entries[i].Cmd) {
+			rs := t.ApplyBatch(entries[i].Index, entries[i].Cmd)
+			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: encodeResults(rs)}
+			continue
+		}
 		res := t.ApplyEncoded(entries[i].Index, entries[i].Cmd)
 		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: encodeResult(res)}
 	}

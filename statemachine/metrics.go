@@ -15,6 +15,7 @@ type nodeMetrics struct {
 	snapshotBytes  prometheus.Gauge
 	snapshotTime   prometheus.Histogram
 	snapshotsSaved prometheus.Counter
+	coalesced      prometheus.Histogram
 }
 
 func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
@@ -38,6 +39,9 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10)}),
 		snapshotsSaved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nacoslockd_snapshots_total", Help: "Snapshot archives written (streamed to a follower or exported)."}),
+		coalesced: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "nacoslockd_raft_coalesced_commands", Help: "Renews and expiries per coalesced log entry.",
+			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 	}
 	stat := func(f func(Stats) float64) func() float64 {
 		return func() float64 {
@@ -48,7 +52,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			return f(st)
 		}
 	}
-	reg.MustRegister(m.propose, m.leaderChanges, m.term, m.isLeader, m.snapshotBytes, m.snapshotTime, m.snapshotsSaved,
+	reg.MustRegister(m.propose, m.leaderChanges, m.term, m.isLeader, m.snapshotBytes, m.snapshotTime, m.snapshotsSaved, m.coalesced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_locks_held", Help: "Held locks in the table."},
 			stat(func(s Stats) float64 { return float64(s.Held) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_lock_waiters", Help: "Queued waiters in the table."},
@@ -71,6 +75,12 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 func (m *nodeMetrics) proposed(op Op, d time.Duration) {
 	if m != nil {
 		m.propose.WithLabelValues(op.String()).Observe(d.Seconds())
+	}
+}
+
+func (m *nodeMetrics) coalescedEntry(commands int) {
+	if m != nil {
+		m.coalesced.Observe(float64(commands))
 	}
 }
 

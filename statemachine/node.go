@@ -46,6 +46,12 @@ type RaftConfig struct {
 	HeartbeatRTT       uint64 // default 1
 	SnapshotEntries    uint64 // default 10000
 	CompactionOverhead uint64 // default 5000
+
+	// CoalesceWindow is how long renews and expiries are collected into
+	// one entry (coalesce.go): 0 picks DefaultCoalesceWindow, negative
+	// proposes each on its own (needed while builds without coalesced
+	// entries are still members).
+	CoalesceWindow time.Duration
 }
 
 func (c *RaftConfig) withDefaults() RaftConfig {
@@ -62,6 +68,9 @@ func (c *RaftConfig) withDefaults() RaftConfig {
 	set(&d.HeartbeatRTT, 1)
 	set(&d.SnapshotEntries, 10000)
 	set(&d.CompactionOverhead, 5000)
+	if d.CoalesceWindow == 0 {
+		d.CoalesceWindow = DefaultCoalesceWindow
+	}
 	if len(d.Members) == 0 && !d.Join {
 		d.Members = map[uint64]string{d.ReplicaID: d.RaftAddress}
 	}
@@ -106,6 +115,7 @@ type Node struct {
 	cfg RaftConfig
 	log zerolog.Logger
 	m   *nodeMetrics
+	co  *coalescer // nil when coalescing is off
 }
 
 // Start opens the Raft replica over db. notify receives grants to waiters
@@ -177,41 +187,65 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		nh.Close()
 		return nil, fmt.Errorf("record raft bootstrap: %w", err)
 	}
+	if cfg.CoalesceWindow > 0 {
+		n.co = newCoalescer(n, cfg.CoalesceWindow)
+	}
 	return n, nil
 }
 
 // Close stops the replica. Proposals in flight fail with ErrUnavailable.
-func (n *Node) Close() { n.nh.Close() }
+func (n *Node) Close() {
+	n.nh.Close()
+	if n.co != nil {
+		n.co.close()
+	}
+}
 
 // ReplicaID is this node's replica id.
 func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 
 // Propose commits cmd and returns its result. ctx must carry a deadline.
-// A proposal dragonboat dropped before it reached the log (no leader yet,
+// Renews and expiries may share an entry with others (coalesce.go).
+func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
+	if n.co != nil && coalescible(cmd.Op) {
+		return n.co.propose(ctx, cmd)
+	}
+	return n.proposeOne(ctx, cmd, time.Now())
+}
+
+// proposeOne commits cmd as an entry of its own.
+func (n *Node) proposeOne(ctx context.Context, cmd Command, start time.Time) (Result, error) {
+	data, err := n.proposeEntry(ctx, cmd.Encode())
+	if err != nil {
+		return Result{}, fmt.Errorf("propose %s: %w", cmd.Op, err)
+	}
+	n.m.proposed(cmd.Op, time.Since(start))
+	r, err := decodeResult(data)
+	if err != nil {
+		return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
+	}
+	return r, nil
+}
+
+// proposeEntry commits one log entry and returns its result data. A
+// proposal dragonboat dropped before it reached the log (no leader yet,
 // busy) is retried until ctx ends: it was never appended, so resending
 // cannot apply it twice. A timeout is not retried: it is ambiguous.
-func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
-	data := cmd.Encode()
+func (n *Node) proposeEntry(ctx context.Context, entry []byte) ([]byte, error) {
 	backoff := 2 * time.Millisecond
-	start := time.Now()
 	for {
-		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), data)
+		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), entry)
 		if err == nil {
-			n.m.proposed(cmd.Op, time.Since(start))
-			r, err := decodeResult(res.Data)
-			if err != nil {
-				return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
-			}
-			return r, nil
+			return res.Data, nil
 		}
 		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, dragonboat.ErrSystemBusy) {
-			return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, err)
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)
@@ -278,6 +312,7 @@ func (n *Node) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
 type leaderLogger struct {
 	log zerolog.Logger
 	m   *nodeMetrics
+	co  *coalescer // nil when coalescing is off
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {

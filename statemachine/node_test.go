@@ -27,6 +27,7 @@ func freeAddr(t *testing.T) string {
 
 type nodeEnv struct {
 	dir, addr string
+	window    time.Duration // RaftConfig.CoalesceWindow
 	mu        sync.Mutex
 	notes     []Notification
 }
@@ -37,7 +38,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr}, db, func(ns []Notification) {
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window}, db, func(ns []Notification) {
 		e.mu.Lock()
 		e.notes = append(e.notes, ns...)
 		e.mu.Unlock()

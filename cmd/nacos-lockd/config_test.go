@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"nacos-lockd/statemachine"
 )
 
 func noEnv(string) string { return "" }
@@ -23,6 +25,23 @@ func TestParseConfig(t *testing.T) {
 		}
 		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.IP != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
 			t.Fatalf("%+v", cfg)
+		}
+		if cfg.coalesceWindow != statemachine.DefaultCoalesceWindow {
+			t.Fatalf("coalesce window %s", cfg.coalesceWindow)
+		}
+	})
+	t.Run("coalescing can be turned off", func(t *testing.T) {
+		cfg, err := parseConfig(nil, func(k string) string {
+			if k == "NACOS_LOCKD_COALESCE_WINDOW" {
+				return "0s"
+			}
+			return ""
+		}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.coalesceWindow != 0 || coalesceWindow(cfg.coalesceWindow) >= 0 {
+			t.Fatalf("coalesce window %s maps to %s, want off", cfg.coalesceWindow, coalesceWindow(cfg.coalesceWindow))
 		}
 	})
 	t.Run("the file sets what flags do not", func(t *testing.T) {
@@ -54,6 +73,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--coalesce-window", "-1ms"}, "--coalesce-window"},
+		{[]string{"--coalesce-window", "5s"}, "--coalesce-window"},
 	} {
 		_, err := parseConfig(tt.args, noEnv, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

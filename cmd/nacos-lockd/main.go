@@ -220,6 +220,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		RTTMillisecond:     rtt,
 		ElectionRTT:        electionRTT,
 		HeartbeatRTT:       max(1, electionRTT/10),
+		CoalesceWindow:     coalesceWindow(cfg.coalesceWindow),
 	}, db, gw.Notify, log)
 	if err != nil {
 		return err
@@ -354,4 +355,12 @@ func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.N
 		p, _ := strconv.Atoi(port)
 		fmt.Fprintf(w, "%s%-21s %-8s main %-5d grpc %-5d raft %-21s replica %d\n", mark, m.Address, r, p, p+1000, m.RaftAddress, m.ReplicaID)
 	}
+}
+
+// coalesceWindow maps the flag (0 = off) to RaftConfig's (negative = off).
+func coalesceWindow(d time.Duration) time.Duration {
+	if d == 0 {
+		return -1
+	}
+	return d
 }
