@@ -11,8 +11,11 @@ import (
 // hundred (proposal, log write, fsync, apply wake-ups: ~250 µs here when
 // entries arrive one at a time). The Java watchdog renews every held lock
 // on its own schedule, so renews arrive spread out and each would pay that
-// alone; the node therefore collects renews (and the reaper's expiries)
-// for a short window and proposes them as one entry.
+// alone; the node therefore collects renews for a short window and
+// proposes them as one entry. (The reaper's expiries may share entries
+// too, but the node does not coalesce them: they come 64 at a time and
+// dragonboat already commits such a burst with one log write, so the
+// window only added to expiry lateness, measured 1.15x at p50.)
 //
 // Only commands that touch exactly one lock are coalesced, and at most one
 // command per lock goes into an entry. A fencing token is the index of the
@@ -32,6 +35,9 @@ const MaxBatch = 256
 
 // coalescible reports whether op may share an entry with other commands.
 func coalescible(op Op) bool { return op == OpRenew || op == OpExpire }
+
+// coalesced reports whether the node collects op into shared entries.
+func coalesced(op Op) bool { return op == OpRenew }
 
 func isBatch(entry []byte) bool { return len(entry) > 0 && entry[0] == commandBatchVersion }
 

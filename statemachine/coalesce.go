@@ -6,8 +6,8 @@ import (
 	"time"
 )
 
-// DefaultCoalesceWindow is how long the node collects renews and expiries
-// before proposing them as one entry. Renews are not latency-critical (the
+// DefaultCoalesceWindow is how long the node collects renews before
+// proposing them as one entry. Renews are not latency-critical (the
 // Java watchdog renews a third of a lease ahead), and a few milliseconds
 // turn hundreds of spread-out renews per second into a few entries.
 const DefaultCoalesceWindow = 5 * time.Millisecond
@@ -16,7 +16,7 @@ const DefaultCoalesceWindow = 5 * time.Millisecond
 // applied; collection goes on while they commit.
 const coalesceInFlight = 4
 
-// coalescer collects coalescible commands (see batch.go) into entries.
+// coalescer collects renews (see batch.go) into entries.
 type coalescer struct {
 	n      *Node
 	window time.Duration

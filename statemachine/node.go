@@ -47,7 +47,7 @@ type RaftConfig struct {
 	SnapshotEntries    uint64 // default 10000
 	CompactionOverhead uint64 // default 5000
 
-	// CoalesceWindow is how long renews and expiries are collected into
+	// CoalesceWindow is how long renews are collected into
 	// one entry (coalesce.go): 0 picks DefaultCoalesceWindow, negative
 	// proposes each on its own (needed while builds without coalesced
 	// entries are still members).
@@ -205,9 +205,9 @@ func (n *Node) Close() {
 func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 
 // Propose commits cmd and returns its result. ctx must carry a deadline.
-// Renews and expiries may share an entry with others (coalesce.go).
+// Renews may share an entry with others (coalesce.go).
 func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
-	if n.co != nil && coalescible(cmd.Op) {
+	if n.co != nil && coalesced(cmd.Op) {
 		return n.co.propose(ctx, cmd)
 	}
 	return n.proposeOne(ctx, cmd, time.Now())
