@@ -187,6 +187,7 @@ func readMetaWithBase(br *bufio.Reader) (*Table, error) {
 func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 	var prev []byte
 	var n uint64
+	var locks []storedLock
 	for {
 		tag, err := br.ReadByte()
 		if err != nil {
@@ -200,6 +201,7 @@ func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 			if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
 				return fmt.Errorf("%w: data after snapshot trailer", errMalformed)
 			}
+			t.putAll(locks)
 			return nil
 		}
 		if tag != 'L' {
@@ -231,7 +233,7 @@ func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 		if err := checkStored(id, l, t.fence); err != nil {
 			return err
 		}
-		t.put(id, l)
+		locks = append(locks, storedLock{id, l})
 		n++
 	}
 }

@@ -61,6 +61,7 @@ func loadStoreFrom(r kvReader) (*Table, error) {
 	}
 	t := NewTable()
 	t.applied, t.clock, t.fence, t.tokenBase = m.applied, m.clock, m.fence, m.tokenBase
+	var locks []storedLock
 	err = r.Scan([]byte{lockPrefix}, func(key, val []byte) error {
 		id, err := parseLockKey(key)
 		if err != nil {
@@ -70,12 +71,13 @@ func loadStoreFrom(r kvReader) (*Table, error) {
 		if err != nil {
 			return fmt.Errorf("lock record %q: %w", key, err)
 		}
-		t.put(id, l)
+		locks = append(locks, storedLock{id, l})
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
+	t.putAll(locks)
 	return t, nil
 }
 
