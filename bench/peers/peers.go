@@ -406,3 +406,44 @@ func Metric(url, name, labels string) (float64, error) {
 	}
 	return sum, nil
 }
+
+// NacosPeer starts a real Nacos 3.1.0 server (interop/nacos-peer, the
+// pig-mesh rebuild from Maven Central; built with Maven on first use) on
+// main port port, standalone and auth off, and returns once its lock module
+// answers a lock call on the SDK port (port+1000): its JRaft group elects
+// itself some seconds after the server says it started.
+func NacosPeer(ctx context.Context, peerDir, dir string, port int, probe func(context.Context, string) error) (*Proc, error) {
+	peerDir, err := filepath.Abs(peerDir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(peerDir, "target", "peer.classpath")); err != nil {
+		build := exec.CommandContext(ctx, "mvn", "-B", "-q", "-ntp", "-f", filepath.Join(peerDir, "pom.xml"), "package")
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build the Nacos peer (mvn package in %s): %w\n%s", peerDir, err, lastLines(string(out), 15))
+		}
+	}
+	p, err := Start("nacos-3.1", dir, "bash", filepath.Join(peerDir, "run-peer.sh"), strconv.Itoa(port), filepath.Join(dir, "home"))
+	if err != nil {
+		return nil, err
+	}
+	sdk := fmt.Sprintf("127.0.0.1:%d", port+1000)
+	var last error
+	for {
+		if p.Exited() {
+			return nil, fmt.Errorf("Nacos peer exited: %v\n%s", p.err, p.Tail(15))
+		}
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		last = probe(pctx, sdk)
+		cancel()
+		if last == nil {
+			return p, nil
+		}
+		select {
+		case <-ctx.Done():
+			p.Stop(10 * time.Second)
+			return nil, fmt.Errorf("Nacos peer answers no lock call on %s (last: %v): %w\n%s", sdk, last, ctx.Err(), p.Tail(15))
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}

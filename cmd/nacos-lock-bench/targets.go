@@ -315,6 +315,8 @@ func (raftNoopLocker) Close() error                                  { return ni
 // supports says whether a target can run a workload.
 func supports(target, workload string) (bool, string) {
 	switch {
+	case isJavaTarget(target) && workload != "w1" && workload != "w2":
+		return false, "the Java load program runs w1 and w2"
 	case workload == "w1":
 		return true, ""
 	case workload == "w2" && (target == "grpc-noop" || target == "raft-noop"):
