@@ -44,5 +44,5 @@ exec java -Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.
   -cp "target/classes:$(cat target/peer.classpath)" \
   -Dnacos.standalone=true -Dnacos.deployment.type=server \
   -Dnacos.home="$home" -Dnacos.logs.path="$home/logs" -DJM.LOG.PATH="$home/logs" -DJM.SNAPSHOT.PATH="$home" \
-  -Duser.home="$home" -Dspring.config.additional-location="file:$home/conf/" \
+  -Duser.home="$home" -Dspring.config.additional-location="file:$home/conf/" -Dderby.stream.error.file="$home/derby.log" \
   nacoslockd.peer.NacosPeer
