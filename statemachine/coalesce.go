@@ -72,16 +72,23 @@ func (c *coalescer) propose(ctx context.Context, cmd Command) (Result, error) {
 
 func (c *coalescer) run() {
 	defer close(c.done)
+	closing := func(batch []*pendingCmd) {
+		if c.carry != nil {
+			batch = append(batch, c.carry)
+			c.carry = nil
+		}
+		failAll(batch, fmt.Errorf("%w: node closing", ErrUnavailable))
+	}
 	for {
 		batch, ok := c.collect()
 		if !ok {
-			failAll(batch, fmt.Errorf("%w: node closing", ErrUnavailable))
+			closing(batch)
 			return
 		}
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.stop:
-			failAll(batch, fmt.Errorf("%w: node closing", ErrUnavailable))
+			closing(batch)
 			return
 		}
 		go func() {
@@ -118,9 +125,6 @@ func (c *coalescer) collect() (batch []*pendingCmd, ok bool) {
 		case <-timer.C:
 			return batch, true
 		case <-c.stop:
-			if c.carry != nil {
-				batch = append(batch, c.carry)
-			}
 			return batch, false
 		}
 	}
