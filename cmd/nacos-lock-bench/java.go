@@ -143,7 +143,7 @@ func javaTable(reps []load.Report, skipped map[string]string) string {
 	for _, w := range []string{"w1", "w2"} {
 		var cs []int
 		for _, r := range reps {
-			if r.Target == "nacos-lockd-java" && r.Workload == w && !slices.Contains(cs, r.Clients) {
+			if isJavaTarget(r.Target) && r.Workload == w && !slices.Contains(cs, r.Clients) {
 				cs = append(cs, r.Clients)
 			}
 		}
@@ -191,12 +191,14 @@ func javaTable(reps []load.Report, skipped map[string]string) string {
 		qn, ok6 := get("nacos-3.1", p99)
 		co, ok7 := get("nacos-lockd-java", cpu)
 		cn, ok8 := get("nacos-3.1", cpu)
-		nacosOps, nacosP50 := "n/a", "n/a"
-		if ok2 {
-			nacosOps, nacosP50 = fmtSig(on), fmtSig(ln)
+		fig := func(v float64, ok bool) string {
+			if !ok {
+				return "n/a"
+			}
+			return fmtSig(v)
 		}
-		fmt.Fprintf(&b, "| %s c=%d | %s | %s | %s | %s | %s | %s | %s | %s | %d, %d |\n", strings.ToUpper(w), c, fmtSig(oo), nacosOps,
-			ratio(oo, on, ok1, ok2), fmtSig(lo), nacosP50, ratio(ln, lo, ok4, ok3), ratio(qn, qo, ok6, ok5), ratio(cn, co, ok8, ok7),
+		fmt.Fprintf(&b, "| %s c=%d | %s | %s | %s | %s | %s | %s | %s | %s | %d, %d |\n", strings.ToUpper(w), c, fig(oo, ok1), fig(on, ok2),
+			ratio(oo, on, ok1, ok2), fig(lo, ok3), fig(ln, ok4), ratio(ln, lo, ok4, ok3), ratio(qn, qo, ok6, ok5), ratio(cn, co, ok8, ok7),
 			errs("nacos-lockd-java"), errs("nacos-3.1"))
 	}
 	if why := skipped["nacos-3.1"]; why != "" {

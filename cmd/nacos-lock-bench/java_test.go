@@ -27,6 +27,11 @@ func TestJavaTableRatiosAreOursOverNacos(t *testing.T) {
 	if strings.Contains(got, "9999") {
 		t.Errorf("a Go-client point leaked into the Java table:\n%s", got)
 	}
+	// Nacos alone (--targets nacos-3.1) still gets its rows.
+	only := javaTable([]load.Report{{Target: "nacos-3.1", Workload: "w1", Clients: 1, Ops: 5, OpsPerSec: 50, P50Ms: 12, P99Ms: 20}}, nil)
+	if want := "| W1 c=1 | n/a | 50.0 | n/a | n/a | 12.0 |"; !strings.Contains(only, want) {
+		t.Errorf("Nacos-only table lacks %q:\n%s", want, only)
+	}
 	if s := javaTable(nil, map[string]string{"nacos-3.1": "no java"}); !strings.Contains(s, "skipped (no java)") {
 		t.Errorf("skipped run: %q", s)
 	}
