@@ -126,10 +126,9 @@ func containsID(ids []lockID, id lockID) bool {
 
 // encodeResults packs a coalesced entry's results, in command order.
 func encodeResults(rs []Result) []byte {
-	b := make([]byte, 0, 1+8*len(rs))
-	b = binary.AppendUvarint(b, uint64(len(rs)))
+	b := binary.AppendUvarint(make([]byte, 0, 2+8*len(rs)), uint64(len(rs)))
 	for _, r := range rs {
-		b = append(b, encodeResult(r)...)
+		b = appendResult(b, r)
 	}
 	return b
 }
@@ -142,12 +141,7 @@ func decodeResults(b []byte) ([]Result, error) {
 	}
 	rs := make([]Result, 0, n)
 	for range n {
-		rs = append(rs, Result{
-			Code:         Code(r.byte()),
-			Count:        int32(r.varint()),
-			WaitPosition: int32(r.varint()),
-			Token:        r.uvarint(),
-		})
+		rs = append(rs, readResult(&r))
 	}
 	if r.err != nil {
 		return nil, r.err

@@ -252,6 +252,40 @@ func TestNodeCoalescesRenews(t *testing.T) {
 	}
 }
 
+func TestNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: -1} // --coalesce-window 0
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	const locks = 16
+	now := time.Now().UnixMilli()
+	for i := range locks {
+		propose(t, n, acq(N, fmt.Sprint("k", i), "o", "c1", now, 60000, 0))
+	}
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range locks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if r, err := n.Propose(ctx, renew(N, fmt.Sprint("k", i), "o", "c1", time.Now().UnixMilli(), 90000)); err != nil || !r.Success() {
+				t.Errorf("renew %d: %+v %v", i, r, err)
+			}
+		})
+	}
+	wg.Wait()
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := after.Applied - before.Applied; entries != locks {
+		t.Fatalf("%d renews took %d entries; with coalescing off each is its own", locks, entries)
+	}
+}
+
 func TestNodeCloseFailsCollectedRenews(t *testing.T) {
 	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
 	n, db := env.start(t)

@@ -94,24 +94,30 @@ func (r Result) Message() string {
 func refused(code Code) Result { return Result{Code: code, WaitPosition: -1} }
 
 // encodeResult packs a Result into dragonboat's sm.Result data.
-func encodeResult(r Result) []byte {
-	b := make([]byte, 0, 16)
-	b = append(b, byte(r.Code))
-	b = binary.AppendVarint(b, int64(r.Count))
-	b = binary.AppendVarint(b, int64(r.WaitPosition))
-	b = binary.AppendUvarint(b, r.Token)
-	return b
-}
+func encodeResult(r Result) []byte { return appendResult(make([]byte, 0, 16), r) }
 
 func decodeResult(b []byte) (Result, error) {
 	r := reader{b: b}
-	res := Result{
+	res := readResult(&r)
+	return res, r.err
+}
+
+// appendResult and readResult are one result's encoding, alone or in a
+// coalesced entry's list.
+func appendResult(b []byte, r Result) []byte {
+	b = append(b, byte(r.Code))
+	b = binary.AppendVarint(b, int64(r.Count))
+	b = binary.AppendVarint(b, int64(r.WaitPosition))
+	return binary.AppendUvarint(b, r.Token)
+}
+
+func readResult(r *reader) Result {
+	return Result{
 		Code:         Code(r.byte()),
 		Count:        int32(r.varint()),
 		WaitPosition: int32(r.varint()),
 		Token:        r.uvarint(),
 	}
-	return res, r.err
 }
 
 // Notification tells the node holding ConnID that Owner has been granted
