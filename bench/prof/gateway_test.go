@@ -42,38 +42,17 @@ func BenchmarkGateway(b *testing.B) {
 	addr := startServer(b)
 	for _, c := range clients {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			var next atomic.Int64
-			b.SetParallelism(max(1, c/2))
-			cpu0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := next.Add(1)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				cl, err := client.Dial(ctx, addr)
-				cancel()
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer cl.Close()
-				key := fmt.Sprintf("bench-%d", id)
+			perConnection(b, addr, c, "pair", func(_ context.Context, cl *client.Client, id int64) (func(context.Context) error, error) {
+				key := fmt.Sprintf("bench-%d-%d", c, id)
 				acq := client.Instance(key, "NON_REENTRANT", key, client.Ms(30000), nil)
 				rel := client.Instance(key, "NON_REENTRANT", key, client.Ms(0), nil)
-				for pb.Next() {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					r, err := cl.Lock(ctx, protocol.OpAcquire, acq)
-					if err != nil || !r.Result {
-						b.Errorf("acquire: %v %+v", err, r)
+				return func(ctx context.Context) error {
+					if err := lockOK(ctx, cl, protocol.OpAcquire, acq); err != nil {
+						return err
 					}
-					r, err = cl.Lock(ctx, protocol.OpRelease, rel)
-					if err != nil || !r.Result {
-						b.Errorf("release: %v %+v", err, r)
-					}
-					cancel()
-				}
+					return lockOK(ctx, cl, protocol.OpRelease, rel)
+				}, nil
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "pairs/s")
-			b.ReportMetric((processCPU()-cpu0)*1e6/float64(b.N), "cpu-us/pair")
 		})
 	}
 }
@@ -85,37 +64,62 @@ func BenchmarkGatewayRenew(b *testing.B) {
 	addr := startServer(b)
 	for _, c := range clients {
 		b.Run(fmt.Sprintf("c=%d", c), func(b *testing.B) {
-			var next atomic.Int64
-			b.SetParallelism(max(1, c/2))
-			cpu0 := processCPU()
-			b.ResetTimer()
-			b.RunParallel(func(pb *testing.PB) {
-				id := next.Add(1)
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				cl, err := client.Dial(ctx, addr)
-				if err != nil {
-					b.Error(err)
-					return
-				}
-				defer cl.Close()
+			perConnection(b, addr, c, "renew", func(ctx context.Context, cl *client.Client, id int64) (func(context.Context) error, error) {
 				key := fmt.Sprintf("renew-%d-%d", c, id)
 				lease := client.Instance(key, "NON_REENTRANT", key, client.Ms(30000), nil)
-				if r, err := cl.Lock(ctx, protocol.OpAcquire, lease); err != nil || !r.Result {
-					b.Errorf("acquire: %v %+v", err, r)
-					return
+				if err := lockOK(ctx, cl, protocol.OpAcquire, lease); err != nil {
+					return nil, err
 				}
-				for pb.Next() {
-					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					r, err := cl.Lock(ctx, protocol.OpRenew, lease)
-					cancel()
-					if err != nil || !r.Result {
-						b.Errorf("renew: %v %+v", err, r)
-					}
-				}
+				return func(ctx context.Context) error { return lockOK(ctx, cl, protocol.OpRenew, lease) }, nil
 			})
-			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "renews/s")
-			b.ReportMetric((processCPU()-cpu0)*1e6/float64(b.N), "cpu-us/renew")
 		})
 	}
+}
+
+// perConnection runs b.N ops from c clients, each on its own connection:
+// setup readies a client (dials are done, its locks taken) and returns the
+// op it repeats. It reports ops/s and process CPU per op (clients included).
+func perConnection(b *testing.B, addr string, c int, unit string,
+	setup func(ctx context.Context, cl *client.Client, id int64) (func(context.Context) error, error)) {
+	var next atomic.Int64
+	b.SetParallelism(max(1, c/2)) // GOMAXPROCS is 2 here: c goroutines
+	cpu0 := processCPU()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		cl, err := client.Dial(ctx, addr)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer cl.Close()
+		op, err := setup(ctx, cl, next.Add(1))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		for pb.Next() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			err := op(ctx)
+			cancel()
+			if err != nil {
+				b.Error(err)
+			}
+		}
+	})
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit+"s/s")
+	b.ReportMetric((processCPU()-cpu0)*1e6/float64(b.N), "cpu-us/"+unit)
+}
+
+// lockOK sends one lock request and wants it granted.
+func lockOK(ctx context.Context, cl *client.Client, op protocol.LockOp, li protocol.LockInstance) error {
+	r, err := cl.Lock(ctx, op, li)
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	if !r.Result {
+		return fmt.Errorf("%s refused: code %d %s", op, r.ResultCode, r.Message)
+	}
+	return nil
 }

@@ -43,8 +43,8 @@ func TestPacedRenews(t *testing.T) {
 			for i := range leases {
 				key := fmt.Sprintf("w5-%d-%d", c, i)
 				leases[i] = client.Instance(key, "NON_REENTRANT", key, client.Ms(60000), nil)
-				if r, err := cl.Lock(ctx, protocol.OpAcquire, leases[i]); err != nil || !r.Result {
-					t.Errorf("acquire: %v %+v", err, r)
+				if err := lockOK(ctx, cl, protocol.OpAcquire, leases[i]); err != nil {
+					t.Error(err)
 					return
 				}
 			}
@@ -55,8 +55,8 @@ func TestPacedRenews(t *testing.T) {
 			n := 0
 			for time.Since(start) < dur {
 				<-tick.C
-				if r, err := cl.Lock(ctx, protocol.OpRenew, leases[n%perConn]); err != nil || !r.Result {
-					t.Errorf("renew: %v %+v", err, r)
+				if err := lockOK(ctx, cl, protocol.OpRenew, leases[n%perConn]); err != nil {
+					t.Error(err)
 					return
 				}
 				n++
