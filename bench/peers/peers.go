@@ -294,7 +294,7 @@ func BuildEtcd(ctx context.Context, moduleDir, out string, logDir string) error 
 	b, err := cmd.CombinedOutput()
 	_ = os.WriteFile(filepath.Join(logDir, "etcd-build.log"), b, 0o644)
 	if err != nil {
-		return fmt.Errorf("build etcd (bench/etcd): %w\n%s", err, lastLines(string(b), 10))
+		return fmt.Errorf("build etcd (bench/etcd): %w\n%s", err, LastLines(string(b), 10))
 	}
 	return nil
 }
@@ -317,7 +317,8 @@ func fresh(out, srcDir string) bool {
 	return !newer
 }
 
-func lastLines(s string, n int) string {
+// LastLines is the end of a command's output, for error messages.
+func LastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -420,7 +421,7 @@ func NacosPeer(ctx context.Context, peerDir, dir string, port int, probe func(co
 	if _, err := os.Stat(filepath.Join(peerDir, "target", "peer.classpath")); err != nil {
 		build := exec.CommandContext(ctx, "mvn", "-B", "-q", "-ntp", "-f", filepath.Join(peerDir, "pom.xml"), "package")
 		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build the Nacos peer (mvn package in %s): %w\n%s", peerDir, err, lastLines(string(out), 15))
+			return nil, fmt.Errorf("build the Nacos peer (mvn package in %s): %w\n%s", peerDir, err, LastLines(string(out), 15))
 		}
 	}
 	p, err := Start("nacos-3.1", dir, "bash", filepath.Join(peerDir, "run-peer.sh"), strconv.Itoa(port), filepath.Join(dir, "home"))

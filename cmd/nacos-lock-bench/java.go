@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 )
@@ -34,34 +34,6 @@ import (
 
 // isJavaTarget: the target is driven by BenchGen1Main, not by this tool.
 func isJavaTarget(t string) bool { return t == "nacos-lockd-java" || t == "nacos-3.1" }
-
-// javaClasspath compiles interop/java's diff module (nacos-client 3.1.0
-// and the support classes) and returns its test classpath.
-func javaClasspath(ctx context.Context, module, work string) (string, error) {
-	module, err := filepath.Abs(module)
-	if err != nil {
-		return "", err
-	}
-	cpFile := filepath.Join(work, "java-classpath.txt")
-	build := exec.CommandContext(ctx, "mvn", "-B", "-q", "-ntp", "-f", filepath.Join(module, "pom.xml"), "test-compile",
-		"dependency:build-classpath", "-Dmdep.outputFile="+cpFile, "-Dmdep.includeScope=test")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("mvn test-compile in %s: %w\n%s", module, err, lastLines(string(out), 15))
-	}
-	deps, err := os.ReadFile(cpFile)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(module, "target", "test-classes") + string(os.PathListSeparator) + strings.TrimSpace(string(deps)), nil
-}
-
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
 
 // probeLock takes and releases a Gen 1 lock over the Nacos protocol: the
 // peer is ready once its lock module answers.
@@ -105,7 +77,7 @@ func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report,
 	pids := []int{s.procs[t].PID()}
 	cpu0, t0 := load.CPUSeconds(pids), time.Now()
 	if err := cmd.Run(); err != nil {
-		return load.Report{}, fmt.Errorf("BenchGen1Main: %w\n%s", err, lastLines(errOut.String(), 10))
+		return load.Report{}, fmt.Errorf("BenchGen1Main: %w\n%s", err, peers.LastLines(errOut.String(), 10))
 	}
 	cpu := load.CPUSeconds(pids) - cpu0
 	wall := time.Since(t0).Seconds()
@@ -122,7 +94,7 @@ func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report,
 		}
 	}
 	if !found {
-		return load.Report{}, fmt.Errorf("BenchGen1Main printed no report\n%s", lastLines(errOut.String(), 10))
+		return load.Report{}, fmt.Errorf("BenchGen1Main printed no report\n%s", peers.LastLines(errOut.String(), 10))
 	}
 	rep.ServerPIDs = pids
 	rep.ServerCPU = cpu / wall

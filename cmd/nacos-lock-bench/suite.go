@@ -20,6 +20,7 @@ import (
 
 	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
+	"nacos-lockd/interop/procs"
 )
 
 // runSuite is `make bench`: it starts nacos-lockd and every peer on
@@ -298,7 +299,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 	case "nacos-lockd-java", "nacos-3.1":
 		if s.javaCP == "" {
 			fmt.Fprintf(s.stderr, "   compiling the Java load program (%s)\n", s.javaModule)
-			cp, err := javaClasspath(sctx, s.javaModule, s.work)
+			cp, err := procs.JavaTestClasspath(sctx, s.javaModule, s.work)
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@
 package chaos
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nacos-lockd/interop/procs"
 )
 
 // The Java client in the runs: interop/java's ChaosGen1ClientMain, the
@@ -52,26 +55,13 @@ func startJavaClient(t *testing.T, out string, nodes []string, proc, workers int
 	if err != nil {
 		return fail("no java: %v", err)
 	}
-	mvn, err := exec.LookPath("mvn")
-	if err != nil {
+	if _, err := exec.LookPath("mvn"); err != nil {
 		return fail("no mvn: %v", err)
 	}
-	root, err := filepath.Abs("../..")
+	cp, err := procs.JavaTestClasspath(context.Background(), filepath.Join("../..", javaModule), out)
 	if err != nil {
 		return fail("%v", err)
 	}
-	module := filepath.Join(root, javaModule)
-	cpFile := filepath.Join(out, "java-classpath.txt")
-	build := exec.Command(mvn, "-B", "-q", "-ntp", "-f", filepath.Join(module, "pom.xml"), "test-compile", "dependency:build-classpath",
-		"-Dmdep.outputFile="+cpFile, "-Dmdep.includeScope=test")
-	if b, err := build.CombinedOutput(); err != nil {
-		return fail("mvn test-compile: %v\n%s", err, b)
-	}
-	deps, err := os.ReadFile(cpFile)
-	if err != nil {
-		return fail("%v", err)
-	}
-	cp := filepath.Join(module, "target", "test-classes") + string(os.PathListSeparator) + strings.TrimSpace(string(deps))
 	logf, err := os.Create(filepath.Join(out, fmt.Sprintf("client-p%d-java.log", proc)))
 	if err != nil {
 		return fail("%v", err)
