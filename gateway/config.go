@@ -58,6 +58,12 @@ type Config struct {
 	PushTimeout time.Duration
 	// ShutdownGrace bounds graceful shutdown: resets, then draining. Default 5s.
 	ShutdownGrace time.Duration
+	// ResetDrain bounds how long shutdown waits, after resetting, for the
+	// clients to leave for another server (they close their connection here
+	// once connected there, within tens of milliseconds). A client whose only
+	// server is this one never leaves, hence a short bound. Default 1s, and
+	// never more than half of what is left of ShutdownGrace.
+	ResetDrain time.Duration
 	// SetupTimeout bounds how long a new stream may take to send its
 	// ConnectionSetupRequest (the Java client sends it at once). Default 10s.
 	SetupTimeout time.Duration
@@ -99,6 +105,7 @@ func (c Config) withDefaults() Config {
 	def(&c.RequestTimeout, 2500*time.Millisecond)
 	def(&c.PushTimeout, 3*time.Second)
 	def(&c.ShutdownGrace, 5*time.Second)
+	def(&c.ResetDrain, time.Second)
 	def(&c.SetupTimeout, 10*time.Second)
 	def(&c.NodeGrace, 15*time.Second)
 	def(&c.NodeCheckInterval, time.Second)

@@ -38,6 +38,7 @@ type conn struct {
 
 	sendq  chan *pb.Payload // pushes for the stream writer; bounded
 	done   chan struct{}    // closed when we drop the connection
+	gone   chan struct{}    // closed when the connection is unregistered (either side ended it)
 	drop   sync.Once
 	nextID atomic.Uint64
 }

@@ -154,6 +154,7 @@ func (s *Server) shutdown(gs *grpc.Server) {
 		}()
 	}
 	wg.Wait()
+	s.awaitMoves(conns, min(time.Until(deadline)/2, s.cfg.ResetDrain))
 	for _, c := range s.reg.all() {
 		c.release() // expected: no warning per client
 	}
@@ -173,6 +174,24 @@ func (s *Server) shutdown(gs *grpc.Server) {
 	}
 	s.bg.Wait()
 	s.log.Info().Msg("gateway stopped")
+}
+
+// awaitMoves waits until the reset clients have closed their connections
+// here, which they do once connected elsewhere, or until wait has passed.
+// Ending the streams first races the client's own switch: the 3.0.0 Java
+// client then sees the stream end before it has let go of it and switches a
+// second time, dropping the connection it has just made elsewhere and with
+// it any lock taken through that connection in the meantime.
+func (s *Server) awaitMoves(conns []*conn, wait time.Duration) {
+	t := time.NewTimer(max(wait, 0))
+	defer t.Stop()
+	for _, c := range conns {
+		select {
+		case <-c.gone:
+		case <-t.C:
+			return
+		}
+	}
 }
 
 // resetClient pushes ConnectResetRequest and waits briefly for the reply.
@@ -213,6 +232,7 @@ func (s *Server) newConn(remote net.Addr) *conn {
 		pending: make(map[string]chan protocol.Message),
 		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
 		done:    make(chan struct{}),
+		gone:    make(chan struct{}),
 	}
 }
 
@@ -408,6 +428,7 @@ func (s *Server) unregister(c *conn, why string) {
 		return
 	}
 	c.ended = true
+	close(c.gone)
 	wasRegistered := c.registered
 	for id, ch := range c.pending {
 		close(ch)

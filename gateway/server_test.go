@@ -420,6 +420,56 @@ func TestShutdownResetsClients(t *testing.T) {
 	}
 }
 
+// A reset client keeps its stream until it leaves: ending the streams at once
+// races the client's own switch (the 3.0.0 Java client then switches twice,
+// losing locks taken through the connection it made first).
+func TestShutdownWaitsForResetClientsToLeave(t *testing.T) {
+	ts := startServer(t, Config{ShutdownGrace: time.Minute, ResetDrain: 30 * time.Second})
+	c := dial(t, ts)
+	stopped := make(chan struct{})
+	go func() {
+		ts.stop()
+		close(stopped)
+	}()
+	ctx, cancel := client.Timeout(5 * time.Second)
+	defer cancel()
+	if _, err := client.WaitPush[*protocol.ConnectResetRequest](ctx, c); err != nil {
+		t.Fatalf("no ConnectResetRequest: %v", err)
+	}
+	select {
+	case <-stopped:
+		t.Fatal("the server stopped while the reset client was still connected")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if r, ok := request(t, c, &protocol.HealthCheckRequest{}).(*protocol.HealthCheckResponse); !ok || !r.OK() {
+		t.Fatalf("the reset client's connection no longer answers health checks: %+v", r)
+	}
+	_ = c.Close() // the client has moved elsewhere
+	select {
+	case <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the server did not stop once the reset client had left")
+	}
+}
+
+func TestShutdownDrainIsBounded(t *testing.T) {
+	ts := startServer(t, Config{ShutdownGrace: time.Minute, ResetDrain: 200 * time.Millisecond})
+	dial(t, ts) // never leaves: this server is its only one
+	stopped := make(chan struct{})
+	go func() {
+		ts.stop()
+		close(stopped)
+	}()
+	select {
+	case <-stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("shutdown waited past its drain bound for a client that never leaves")
+	}
+	if n := ts.srv.reg.len(); n != 0 {
+		t.Fatalf("%d connections left after shutdown", n)
+	}
+}
+
 func TestSlowReaderIsDropped(t *testing.T) {
 	ts := startServer(t, Config{PushQueue: 1})
 	holder := dial(t, ts)
