@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -79,35 +80,42 @@ func BenchmarkGatewayRenew(b *testing.B) {
 // perConnection runs b.N ops from c clients, each on its own connection:
 // setup readies a client (dials are done, its locks taken) and returns the
 // op it repeats. It reports ops/s and process CPU per op (clients included).
+// It starts exactly c goroutines (RunParallel would start a multiple of
+// GOMAXPROCS, two clients for c=1 here).
 func perConnection(b *testing.B, addr string, c int, unit string,
 	setup func(ctx context.Context, cl *client.Client, id int64) (func(context.Context) error, error)) {
-	var next atomic.Int64
-	b.SetParallelism(max(1, c/2)) // GOMAXPROCS is 2 here: c goroutines
+	var left atomic.Int64
+	left.Store(int64(b.N))
 	cpu0 := processCPU()
 	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		cl, err := client.Dial(ctx, addr)
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		defer cl.Close()
-		op, err := setup(ctx, cl, next.Add(1))
-		if err != nil {
-			b.Error(err)
-			return
-		}
-		for pb.Next() {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			err := op(ctx)
-			cancel()
+	var wg sync.WaitGroup
+	for id := range c {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			cl, err := client.Dial(ctx, addr)
 			if err != nil {
 				b.Error(err)
+				return
 			}
-		}
-	})
+			defer cl.Close()
+			op, err := setup(ctx, cl, int64(id)+1)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			for left.Add(-1) >= 0 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				err := op(ctx)
+				cancel()
+				if err != nil {
+					b.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), unit+"s/s")
 	b.ReportMetric((processCPU()-cpu0)*1e6/float64(b.N), "cpu-us/"+unit)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -47,7 +48,7 @@ func startNode(tb testing.TB) *statemachine.Node {
 	}
 	n, err := statemachine.Start(statemachine.RaftConfig{
 		NodeHostDir: dir + "/raft", RaftAddress: freeAddr(tb), ReplicaID: 1,
-		RTTMillisecond: 1, ElectionRTT: 10, HeartbeatRTT: 1,
+		RTTMillisecond: 1, ElectionRTT: 10, HeartbeatRTT: 1, CoalesceWindow: coalesceWindow(tb),
 	}, db, func([]statemachine.Notification) {}, zerolog.Nop())
 	if err != nil {
 		tb.Fatal(err)
@@ -60,6 +61,23 @@ func startNode(tb testing.TB) *statemachine.Node {
 		tb.Fatal(err)
 	}
 	return n
+}
+
+// coalesceWindow is PROF_COALESCE_WINDOW (a duration; 0 = off, as the
+// server flag), for comparing renew figures with and without coalescing.
+func coalesceWindow(tb testing.TB) time.Duration {
+	v := os.Getenv("PROF_COALESCE_WINDOW")
+	if v == "" {
+		return 0 // the default window
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		tb.Fatalf("PROF_COALESCE_WINDOW: %v", err)
+	}
+	if d == 0 {
+		return -1
+	}
+	return d
 }
 
 type proposer func(ctx context.Context, cmd statemachine.Command) error
