@@ -252,6 +252,29 @@ func TestNodeCoalescesRenews(t *testing.T) {
 	}
 }
 
+// The window is for renews that come in quick succession: a renew more
+// than a window after the previous one is proposed at once instead of
+// waiting it out (a commit takes milliseconds; the window is 500 ms).
+func TestNodeProposesALoneRenewAtOnce(t *testing.T) {
+	const window = 500 * time.Millisecond
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: window}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	propose(t, n, acq(N, "k", "o", "c1", time.Now().UnixMilli(), 60000, 0))
+	for i := range 3 {
+		time.Sleep(window + 100*time.Millisecond) // quiet for longer than the window
+		start := time.Now()
+		r := propose(t, n, renew(N, "k", "o", "c1", time.Now().UnixMilli(), 60000))
+		if !r.Success() {
+			t.Fatalf("lone renew %d: %+v", i, r)
+		}
+		if took := time.Since(start); took >= window*4/5 {
+			t.Fatalf("lone renew %d took %s: it waited for the %s window", i, took, window)
+		}
+	}
+}
+
 func TestNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T) {
 	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: -1} // --coalesce-window 0
 	n, db := env.start(t)
@@ -290,7 +313,12 @@ func TestNodeCloseFailsCollectedRenews(t *testing.T) {
 	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
 	n, db := env.start(t)
 	defer db.Close()
-	propose(t, n, acq(N, "k", "o", "c1", time.Now().UnixMilli(), 60000, 0))
+	now := time.Now().UnixMilli()
+	propose(t, n, acq(N, "k", "o", "c1", now, 60000, 0))
+	propose(t, n, acq(N, "k2", "o", "c1", now, 60000, 0))
+	// The first renew after a quiet spell is proposed at once; the next,
+	// within the window of it, is collected and waits out the window.
+	propose(t, n, renew(N, "k2", "o", "c1", now, 60000))
 	errc := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

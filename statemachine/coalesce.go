@@ -9,7 +9,8 @@ import (
 // DefaultCoalesceWindow is how long the node collects renews before
 // proposing them as one entry. Renews are not latency-critical (the
 // Java watchdog renews a third of a lease ahead), and a few milliseconds
-// turn hundreds of spread-out renews per second into a few entries.
+// turn hundreds of spread-out renews per second into a few entries. A
+// renew after a quiet spell (none within the window) does not wait.
 const DefaultCoalesceWindow = 5 * time.Millisecond
 
 // coalesceInFlight bounds the coalesced entries proposed and not yet
@@ -25,6 +26,8 @@ type coalescer struct {
 	stop   chan struct{}    // closed by close
 	done   chan struct{}    // closed when run has returned
 	carry  *pendingCmd      // a command for a lock the open batch already has
+	// lastArrival is when collect last took a command (run's goroutine only).
+	lastArrival time.Time
 }
 
 type pendingCmd struct {
@@ -100,7 +103,10 @@ func (c *coalescer) run() {
 
 // collect returns the next batch: the first command, then whatever
 // arrives within the window, up to MaxBatch commands and one per lock.
-// ok is false when the node is closing; batch then holds what was taken.
+// A command more than a window after the previous one does not wait:
+// renews are rare then, and the window would only delay it; it goes with
+// whatever is already waiting. ok is false when the node is closing;
+// batch then holds what was taken.
 func (c *coalescer) collect() (batch []*pendingCmd, ok bool) {
 	first := c.carry
 	c.carry = nil
@@ -112,21 +118,36 @@ func (c *coalescer) collect() (batch []*pendingCmd, ok bool) {
 		}
 	}
 	batch = append(make([]*pendingCmd, 0, 16), first)
-	timer := time.NewTimer(c.window)
-	defer timer.Stop()
+	var window <-chan time.Time // nil: take only what is already waiting
+	if time.Since(c.lastArrival) <= c.window {
+		timer := time.NewTimer(c.window)
+		defer timer.Stop()
+		window = timer.C
+	}
+	c.lastArrival = time.Now()
 	for len(batch) < MaxBatch {
-		select {
-		case p := <-c.in:
-			if hasLock(batch, p.cmd) {
-				c.carry = p // next entry: one command per lock per entry
+		var p *pendingCmd
+		if window == nil {
+			select {
+			case p = <-c.in:
+			default:
 				return batch, true
 			}
-			batch = append(batch, p)
-		case <-timer.C:
-			return batch, true
-		case <-c.stop:
-			return batch, false
+		} else {
+			select {
+			case p = <-c.in:
+			case <-window:
+				return batch, true
+			case <-c.stop:
+				return batch, false
+			}
 		}
+		c.lastArrival = time.Now()
+		if hasLock(batch, p.cmd) {
+			c.carry = p // next entry: one command per lock per entry
+			return batch, true
+		}
+		batch = append(batch, p)
 	}
 	return batch, true
 }
