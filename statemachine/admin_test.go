@@ -170,11 +170,11 @@ func encodeRecordV1(l *lockState) []byte {
 func TestRecordVersions(t *testing.T) {
 	l := &lockState{owner: "o", connID: "c", count: 2, leaseEnd: 9000, token: 7, acquiredAt: 1234, unclaimed: true,
 		waiters: []waiter{{"w", "cw", 10, 20, 30}}}
-	got, err := decodeRecord(encodeRecord(l))
+	got, err := decodeRecord(encodeRecord(l), nil)
 	if err != nil || fmt.Sprint(*got) != fmt.Sprint(*l) {
 		t.Fatalf("version 2 round trip: %+v %v", got, err)
 	}
-	old, err := decodeRecord(encodeRecordV1(l))
+	old, err := decodeRecord(encodeRecordV1(l), nil)
 	want := *l
 	want.acquiredAt = 0
 	if err != nil || fmt.Sprint(*old) != fmt.Sprint(want) {
@@ -183,7 +183,7 @@ func TestRecordVersions(t *testing.T) {
 	for _, v := range []byte{0, 3, 255} {
 		b := encodeRecord(l)
 		b[0] = v
-		if _, err := decodeRecord(b); err == nil {
+		if _, err := decodeRecord(b, nil); err == nil {
 			t.Errorf("record version %d accepted", v)
 		}
 	}
@@ -198,7 +198,7 @@ func TestOldRecordsInStoreAndSnapshots(t *testing.T) {
 	err := db.Replace(func(put func(k, v []byte) error) error {
 		if err := src.storedPairs(func(k, v []byte) error {
 			if k[0] == lockPrefix {
-				l, err := decodeRecord(v)
+				l, err := decodeRecord(v, nil)
 				if err != nil {
 					return err
 				}

@@ -245,6 +245,38 @@ func (r *reader) varint() int64 {
 	return v
 }
 
+// name reads an owner or a connection id. With a name table (a load of
+// many records) equal names share one copy, found without allocating.
+func (r *reader) name(names names) string {
+	if names == nil {
+		return r.string()
+	}
+	n := r.uvarint()
+	if r.err != nil {
+		return ""
+	}
+	if n > uint64(len(r.b)) {
+		r.fail("string")
+		return ""
+	}
+	s := names.get(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+// names shares the owners and connection ids of the records one load
+// decodes: a few hundred clients may hold a million locks.
+type names map[string]string
+
+func (ns names) get(b []byte) string {
+	if s, ok := ns[string(b)]; ok { // no allocation for the lookup
+		return s
+	}
+	s := string(b)
+	ns[s] = s
+	return s
+}
+
 func (r *reader) string() string {
 	n := r.uvarint()
 	if r.err != nil {

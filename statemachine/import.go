@@ -68,7 +68,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 		if i > 0 && compareIDs(lockID{sorted[i-1].Kind, sorted[i-1].Key}, id) == 0 {
 			return nil, sum, fmt.Errorf("import: lock %s %q appears twice", il.Kind, il.Key)
 		}
-		l := &lockState{owner: il.Owner, connID: il.ConnID, count: il.Count, leaseEnd: il.LeaseEndMs}
+		l := &lockState{owner: intern(il.Owner), connID: intern(il.ConnID), count: il.Count, leaseEnd: il.LeaseEndMs}
 		if l.held() {
 			l.count = max(l.count, 1)
 		} else {
@@ -81,7 +81,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 				continue
 			}
 			seen[w.Owner] = true
-			l.waiters = append(l.waiters, waiter{owner: w.Owner, connID: w.ConnID, enqueued: w.EnqueuedMs, deadline: w.DeadlineMs, leaseMs: w.LeaseMs})
+			l.waiters = append(l.waiters, waiter{owner: intern(w.Owner), connID: intern(w.ConnID), enqueued: w.EnqueuedMs, deadline: w.DeadlineMs, leaseMs: w.LeaseMs})
 		}
 		expired := l.held() && clockMs > l.leaseEnd
 		if expired {

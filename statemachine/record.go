@@ -70,8 +70,9 @@ func encodeRecord(l *lockState) []byte {
 	return b
 }
 
-// decodeRecord reads a record of any version this build knows.
-func decodeRecord(data []byte) (*lockState, error) {
+// decodeRecord reads a record of any version this build knows. ns, when
+// not nil, shares owners and connection ids across the records of a load.
+func decodeRecord(data []byte, ns names) (*lockState, error) {
 	r := reader{b: data}
 	v := r.byte()
 	if r.err == nil && (v < 1 || v > recordVersion) {
@@ -79,8 +80,8 @@ func decodeRecord(data []byte) (*lockState, error) {
 	}
 	flags := r.byte()
 	l := &lockState{unclaimed: flags&1 != 0}
-	l.owner = r.string()
-	l.connID = r.string()
+	l.owner = r.name(ns)
+	l.connID = r.name(ns)
 	count := r.uvarint()
 	l.leaseEnd = r.varint()
 	l.token = r.uvarint()
@@ -100,8 +101,8 @@ func decodeRecord(data []byte) (*lockState, error) {
 	}
 	for i := range l.waiters {
 		w := &l.waiters[i]
-		w.owner = r.string()
-		w.connID = r.string()
+		w.owner = r.name(ns)
+		w.connID = r.name(ns)
 		w.enqueued = r.varint()
 		w.deadline = r.varint()
 		w.leaseMs = r.varint()

@@ -188,6 +188,7 @@ func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 	var prev []byte
 	var n uint64
 	var locks []storedLock
+	ns := names{}
 	for {
 		tag, err := br.ReadByte()
 		if err != nil {
@@ -226,7 +227,7 @@ func readRecords(br *bufio.Reader, t *Table, recVersion byte) error {
 		if len(rec) == 0 || rec[0] != recVersion {
 			return fmt.Errorf("%w: snapshot record of version %d, want %d", errMalformed, firstByte(rec), recVersion)
 		}
-		l, err := decodeRecord(rec)
+		l, err := decodeRecord(rec, ns)
 		if err != nil {
 			return err
 		}

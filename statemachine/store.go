@@ -62,12 +62,13 @@ func loadStoreFrom(r kvReader) (*Table, error) {
 	t := NewTable()
 	t.applied, t.clock, t.fence, t.tokenBase = m.applied, m.clock, m.fence, m.tokenBase
 	var locks []storedLock
+	ns := names{}
 	err = r.Scan([]byte{lockPrefix}, func(key, val []byte) error {
 		id, err := parseLockKey(key)
 		if err != nil {
 			return err
 		}
-		l, err := decodeRecord(val)
+		l, err := decodeRecord(val, ns)
 		if err != nil {
 			return fmt.Errorf("lock record %q: %w", key, err)
 		}
@@ -119,7 +120,7 @@ func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) e
 					return sm.ErrSnapshotStopped
 				default:
 				}
-				l, err := decodeRecord(val)
+				l, err := decodeRecord(val, nil) // re-encoded at once: nothing to share
 				if err != nil {
 					return fmt.Errorf("lock record %q: %w", key, err)
 				}

@@ -3,6 +3,7 @@ package statemachine
 import (
 	"cmp"
 	"slices"
+	"unique"
 
 	"github.com/google/btree"
 )
@@ -133,6 +134,10 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 	}
 	t.clock = max(t.clock, cmd.NowMs)
 	switch cmd.Op {
+	case OpAcquire, OpRenew: // the ops that store owner and connection
+		cmd.Owner, cmd.ConnID = intern(cmd.Owner), intern(cmd.ConnID)
+	}
+	switch cmd.Op {
 	case OpAcquire:
 		return t.acquire(index, cmd)
 	case OpRelease:
@@ -149,6 +154,21 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return t.forceRelease(index, cmd)
 	}
 	return refused(CodeMalformed)
+}
+
+// intern returns the one shared copy of s. A client's owner and its
+// connection id are stored with every lock it holds or waits for (and for
+// Gen 1 clients they are the same string), so a million locks held by a
+// few hundred clients would otherwise carry a million copies of each.
+// The table keeps the strings, not unique's handles, so unique forgets a
+// copy at the next GC and a later command makes a new one: one copy per
+// client per GC cycle instead of one per lock (TestTableMemoryPerLock:
+// 482 -> 420 bytes per held lock).
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
 }
 
 // valid checks what apply relies on. It depends only on the command, so

@@ -2,8 +2,10 @@ package statemachine
 
 import (
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // Commands are built with these helpers; time is explicit everywhere.
@@ -590,4 +592,44 @@ func TestCommandEncodingVersions(t *testing.T) {
 	if _, err := DecodeCommand(bad); err == nil {
 		t.Fatal("version 2 without limits accepted")
 	}
+}
+
+// A client's owner and connection id are stored once however many locks
+// it holds or waits for, whether the lock was applied or loaded from disk.
+func TestOwnersAndConnectionsAreShared(t *testing.T) {
+	// unique forgets a copy at a GC once no handle refers to it, and the
+	// table keeps the strings, not handles: sharing holds within a GC cycle.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	fresh := func(s string) string { return string([]byte(s)) } // a copy with its own bytes
+	tb := NewTable()
+	for i, key := range []string{"a", "b", "c"} {
+		if r := tb.Apply(uint64(i+1), acq(N, key, fresh("owner-1"), fresh("conn-1"), 1000, 60000, 0)); !r.Success() {
+			t.Fatalf("acquire %s: %+v", key, r)
+		}
+	}
+	tb.Apply(4, acq(N, "a", fresh("owner-2"), fresh("conn-1"), 1000, 60000, 60000)) // queued
+	tb.Apply(5, renew(N, "b", fresh("owner-1"), fresh("conn-1"), 1000, 60000))
+	same := func(what string, ss ...string) {
+		t.Helper()
+		for _, s := range ss[1:] {
+			if unsafe.StringData(s) != unsafe.StringData(ss[0]) {
+				t.Fatalf("%s stored more than once", what)
+			}
+		}
+	}
+	a, b, c := tb.locks[lockID{N, "a"}], tb.locks[lockID{N, "b"}], tb.locks[lockID{N, "c"}]
+	same("owner", a.owner, b.owner, c.owner)
+	same("connection", a.connID, b.connID, c.connID, a.waiters[0].connID)
+
+	ns := names{} // one load
+	la, err := decodeRecord(encodeRecord(a), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, err := decodeRecord(encodeRecord(b), ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("loaded owner", la.owner, lb.owner)
+	same("loaded connection", la.connID, lb.connID, la.waiters[0].connID)
 }
