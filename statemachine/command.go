@@ -251,17 +251,7 @@ func (r *reader) name(names names) string {
 	if names == nil {
 		return r.string()
 	}
-	n := r.uvarint()
-	if r.err != nil {
-		return ""
-	}
-	if n > uint64(len(r.b)) {
-		r.fail("string")
-		return ""
-	}
-	s := names.get(r.b[:n])
-	r.b = r.b[n:]
-	return s
+	return names.get(r.field())
 }
 
 // names shares the owners and connection ids of the records one load
@@ -278,15 +268,20 @@ func (ns names) get(b []byte) string {
 }
 
 func (r *reader) string() string {
+	return string(r.field())
+}
+
+// field reads a length-prefixed byte string; it aliases the input.
+func (r *reader) field() []byte {
 	n := r.uvarint()
 	if r.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(r.b)) {
 		r.fail("string")
-		return ""
+		return nil
 	}
-	s := string(r.b[:n])
+	b := r.b[:n]
 	r.b = r.b[n:]
-	return s
+	return b
 }
