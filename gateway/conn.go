@@ -37,8 +37,7 @@ type conn struct {
 	limiter *rate.Limiter // lock requests per second
 
 	sendq  chan *pb.Payload // pushes for the stream writer; bounded
-	done   chan struct{}    // closed when we drop the connection
-	gone   chan struct{}    // closed when the connection is unregistered (either side ended it)
+	done   chan struct{}    // closed when the connection ends or we drop it
 	drop   sync.Once
 	nextID atomic.Uint64
 }

@@ -187,7 +187,7 @@ func (s *Server) awaitMoves(conns []*conn, wait time.Duration) {
 	defer t.Stop()
 	for _, c := range conns {
 		select {
-		case <-c.gone:
+		case <-c.done: // unregistered (it left), or dropped
 		case <-t.C:
 			return
 		}
@@ -232,7 +232,6 @@ func (s *Server) newConn(remote net.Addr) *conn {
 		pending: make(map[string]chan protocol.Message),
 		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
 		done:    make(chan struct{}),
-		gone:    make(chan struct{}),
 	}
 }
 
@@ -428,7 +427,6 @@ func (s *Server) unregister(c *conn, why string) {
 		return
 	}
 	c.ended = true
-	close(c.gone)
 	wasRegistered := c.registered
 	for id, ch := range c.pending {
 		close(ch)

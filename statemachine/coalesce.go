@@ -185,20 +185,19 @@ func (c *coalescer) commit(batch []*pendingCmd) {
 		cmds[i] = p.cmd.Encode()
 	}
 	data, err := c.n.proposeEntry(ctx, encodeBatch(cmds))
-	var rs []Result
-	if err == nil {
-		if rs, err = decodeResults(data); err == nil && len(rs) != len(batch) {
-			err = fmt.Errorf("%d results for %d commands", len(rs), len(batch))
-		}
-		if err != nil {
-			err = fmt.Errorf("decode coalesced result: %w", err)
-		}
+	if err != nil {
+		failAll(batch, err)
+		return
+	}
+	rs, err := decodeResults(data)
+	if err == nil && len(rs) != len(batch) {
+		err = fmt.Errorf("%d results for %d commands", len(rs), len(batch))
+	}
+	if err != nil {
+		failAll(batch, fmt.Errorf("decode coalesced result: %w", err))
+		return
 	}
 	for i, p := range batch {
-		if err != nil {
-			p.out <- outcome{err: fmt.Errorf("propose %s: %w", p.cmd.Op, err)}
-			continue
-		}
 		c.n.m.proposed(p.cmd.Op, time.Since(p.start))
 		p.out <- outcome{res: rs[i]}
 	}

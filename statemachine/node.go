@@ -312,7 +312,6 @@ func (n *Node) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
 type leaderLogger struct {
 	log zerolog.Logger
 	m   *nodeMetrics
-	co  *coalescer // nil when coalescing is off
 }
 
 func (l leaderLogger) LeaderUpdated(info raftio.LeaderInfo) {

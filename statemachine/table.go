@@ -133,8 +133,7 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return refused(CodeMalformed)
 	}
 	t.clock = max(t.clock, cmd.NowMs)
-	switch cmd.Op {
-	case OpAcquire, OpRenew: // the ops that store owner and connection
+	if cmd.Op == OpAcquire || cmd.Op == OpRenew { // the ops that store owner and connection
 		cmd.Owner, cmd.ConnID = intern(cmd.Owner), intern(cmd.ConnID)
 	}
 	switch cmd.Op {
@@ -163,7 +162,7 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 // The table keeps the strings, not unique's handles, so unique forgets a
 // copy at the next GC and a later command makes a new one: one copy per
 // client per GC cycle instead of one per lock (TestTableMemoryPerLock:
-// 482 -> 420 bytes per held lock).
+// 482 -> 419 bytes per held lock).
 func intern(s string) string {
 	if s == "" {
 		return s

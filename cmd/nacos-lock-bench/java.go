@@ -44,19 +44,14 @@ func probeLock(ctx context.Context, sdkAddr string) error {
 	}
 	defer cl.Close()
 	li := client.Instance("bench-probe", "NACOS_LOCK", "bench-probe", client.Ms(5000), nil)
-	r, err := cl.Lock(ctx, protocol.OpAcquire, li)
-	if err != nil {
-		return err
-	}
-	if r.ResultCode != 200 || !r.Result {
-		return fmt.Errorf("probe acquire: code %d %s", r.ResultCode, r.Message)
-	}
-	r, err = cl.Lock(ctx, protocol.OpRelease, li)
-	if err != nil {
-		return err
-	}
-	if r.ResultCode != 200 || !r.Result {
-		return fmt.Errorf("probe release: code %d %s", r.ResultCode, r.Message)
+	for _, op := range []protocol.LockOp{protocol.OpAcquire, protocol.OpRelease} {
+		r, err := cl.Lock(ctx, op, li)
+		if err != nil {
+			return err
+		}
+		if r.ResultCode != 200 || !r.Result {
+			return fmt.Errorf("probe %s: code %d %s", op, r.ResultCode, r.Message)
+		}
 	}
 	return nil
 }

@@ -327,11 +327,11 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 
 // point runs one workload point against one target.
 func (s *suite) point(ctx context.Context, t, w string, c int) (load.Report, error) {
-	pctx, cancel := context.WithTimeout(ctx, s.warmup+s.duration+2*time.Minute)
-	defer cancel()
 	if isJavaTarget(t) {
 		return s.javaPoint(ctx, t, w, c)
 	}
+	pctx, cancel := context.WithTimeout(ctx, s.warmup+s.duration+2*time.Minute)
+	defer cancel()
 	if strings.HasPrefix(t, "etcd-") {
 		var out bytes.Buffer
 		cmd := exec.CommandContext(pctx, s.etcdBin, "bench", "--target", t, "--server", s.addrs[t], "--workload", w,
