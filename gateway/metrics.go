@@ -45,7 +45,7 @@ type metrics struct {
 	// Timings the table cannot keep (apply never reads a clock): when this
 	// node pushed a grant, when a waiter first queued, when a hold began.
 	mu       sync.Mutex
-	notified map[uint64]time.Time // token -> grant pushed
+	notified map[grantKey]time.Time // grant -> pushed
 	queued   map[waitKey]time.Time
 	held     map[waitKey]time.Time // holder -> granted
 }
@@ -53,6 +53,14 @@ type metrics struct {
 type waitKey struct {
 	kind       statemachine.Kind
 	key, owner string
+}
+
+// grantKey names one grant. Tokens alone do not: the locks granted by
+// one grouped entry share its index, and so their token.
+type grantKey struct {
+	kind  statemachine.Kind
+	key   string
+	token uint64
 }
 
 const nacosMonitorHelp = statemachine.NacosMonitorHelp
@@ -95,7 +103,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		nacosRtMax: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_timer_seconds_max", Help: "Nacos lockHandlerRt: longest lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
 		nacosCounts: map[string]prometheus.Gauge{},
-		notified:    map[uint64]time.Time{},
+		notified:    map[grantKey]time.Time{},
 		queued:      map[waitKey]time.Time{},
 		held:        map[waitKey]time.Time{},
 	}
@@ -210,9 +218,10 @@ func (m *metrics) outcome(cmd statemachine.Command, res statemachine.Result) {
 	defer m.mu.Unlock()
 	switch {
 	case cmd.Op == statemachine.OpAcquire && res.Success() && res.Count == 1:
-		if t, ok := m.notified[res.Token]; ok { // claim of a hand-off
+		gk := grantKey{cmd.Kind, cmd.Key, res.Token}
+		if t, ok := m.notified[gk]; ok { // claim of a hand-off
 			m.handoff.Observe(now.Sub(t).Seconds())
-			delete(m.notified, res.Token)
+			delete(m.notified, gk)
 		}
 		if t, ok := m.queued[wk]; ok {
 			m.waitTime.Observe(now.Sub(t).Seconds())
@@ -278,13 +287,13 @@ func (m *metrics) pushed(typ string, err error) {
 	m.pushes.WithLabelValues(typ, "sent").Inc()
 }
 
-func (m *metrics) grantPushed(token uint64) {
+func (m *metrics) grantPushed(n statemachine.Notification) {
 	if m == nil {
 		return
 	}
 	m.mu.Lock()
 	if len(m.notified) < maxTracked {
-		m.notified[token] = time.Now()
+		m.notified[grantKey{n.Kind, n.Key, n.Token}] = time.Now()
 	}
 	m.mu.Unlock()
 }

@@ -11,6 +11,7 @@ import (
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
+	"nacos-lockd/statemachine"
 )
 
 func TestMetricsAfterScriptedOperations(t *testing.T) {
@@ -129,7 +130,7 @@ func TestMetricsTimingsArePruned(t *testing.T) {
 	m.held[waitKey{key: "expired-hold"}] = old
 	m.held[waitKey{key: "live-hold"}] = fresh
 	m.queued[waitKey{key: "abandoned-wait"}] = old
-	m.notified[7] = old
+	m.notified[grantKey{statemachine.KindReentrant, "k", 7}] = old
 	m.prune(time.Now(), time.Hour)
 	if len(m.held) != 1 || len(m.queued) != 0 || len(m.notified) != 0 {
 		t.Fatalf("held %v queued %v notified %v", m.held, m.queued, m.notified)

@@ -469,7 +469,7 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 			c.log.Debug().Err(err).Msg("lock notification not delivered")
 			continue
 		}
-		s.m.grantPushed(n.Token)
+		s.m.grantPushed(n)
 	}
 }
 

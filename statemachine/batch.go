@@ -5,41 +5,57 @@ import (
 	"fmt"
 )
 
-// Coalesced entries: several commands in one Raft log entry.
+// Grouped entries: several commands in one Raft log entry.
 //
-// A Raft entry costs about the same CPU whether it carries one renew or a
-// hundred (proposal, log write, fsync, apply wake-ups: ~250 µs here when
-// entries arrive one at a time). The Java watchdog renews every held lock
-// on its own schedule, so renews arrive spread out and each would pay that
-// alone; the node therefore collects renews for a short window and
-// proposes them as one entry. (The reaper's expiries may share entries
-// too, but the node does not coalesce them: they come 64 at a time and
-// dragonboat already commits such a burst with one log write, so the
-// window only added to expiry lateness, measured 1.15x at p50.)
+// A Raft entry costs CPU whatever it carries (proposal bookkeeping, log
+// encoding, the apply round, the result hand-back), so the node proposes
+// the commands that arrive while earlier entries are committing as one
+// entry (group commit, coalesce.go), and collects renews that come in quick
+// succession for a short window.
 //
-// Only commands that touch exactly one lock are coalesced, and at most one
+// Only commands that touch exactly one lock are grouped, and at most one
 // command per lock goes into an entry. A fencing token is the index of the
 // entry that granted it, so one entry must never grant the same lock twice;
-// with one command per lock it cannot (a renew or an expiry grants at most
-// once, to the queue head). Every replica checks the rules again in apply,
-// so a malformed batch is refused identically everywhere.
+// with one command per lock it cannot (each grants at most once: to its
+// caller, or to the queue head). Every replica checks the rules again in
+// apply, so a malformed batch is refused identically everywhere.
 
-// commandBatchVersion tags a coalesced entry. It shares the first byte with
-// single commands (versions 1 and 2); builds that predate it refuse the
-// whole entry as malformed, which is why a mixed-version cluster must run
-// with coalescing off (RaftConfig.CoalesceWindow < 0).
-const commandBatchVersion = 3
+// Batch frame versions share the first byte with single commands (versions
+// 1 and 2). Version 3 may hold only RENEW and EXPIRE (the first build that
+// coalesced renews wrote it); version 4 any command that touches one lock.
+// This build writes version 4 and reads both. A build that predates a
+// version refuses the whole entry as malformed, which is why a
+// mixed-version cluster must run with batching off
+// (RaftConfig.CoalesceWindow < 0, --coalesce-window 0).
+const (
+	renewBatchVersion   = 3
+	commandBatchVersion = 4
+)
 
-// MaxBatch bounds the commands in one coalesced entry.
+// MaxBatch bounds the commands in one grouped entry.
 const MaxBatch = 256
 
-// coalescible reports whether op may share an entry with other commands.
-func coalescible(op Op) bool { return op == OpRenew || op == OpExpire }
+// groupable reports whether op touches exactly one lock and so may share
+// an entry with other commands.
+func groupable(op Op) bool {
+	switch op {
+	case OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire:
+		return true
+	}
+	return false
+}
 
-// coalesced reports whether the node collects op into shared entries.
-func coalesced(op Op) bool { return op == OpRenew }
+// allowedIn reports whether a frame of the given version may carry op.
+func allowedIn(version byte, op Op) bool {
+	if version == renewBatchVersion {
+		return op == OpRenew || op == OpExpire
+	}
+	return groupable(op)
+}
 
-func isBatch(entry []byte) bool { return len(entry) > 0 && entry[0] == commandBatchVersion }
+func isBatch(entry []byte) bool {
+	return len(entry) > 0 && (entry[0] == renewBatchVersion || entry[0] == commandBatchVersion)
+}
 
 // encodeBatch frames already encoded commands as one entry.
 func encodeBatch(cmds [][]byte) []byte {
@@ -57,46 +73,49 @@ func encodeBatch(cmds [][]byte) []byte {
 	return b
 }
 
-// decodeBatch splits a coalesced entry into its encoded commands. It only
-// reads the frame; each command is decoded (and may be refused) on its own.
-func decodeBatch(data []byte) ([][]byte, error) {
+// decodeBatch splits a grouped entry into its frame version and encoded
+// commands. It only reads the frame; each command is decoded (and may be
+// refused) on its own.
+func decodeBatch(data []byte) (byte, [][]byte, error) {
 	r := reader{b: data}
-	if v := r.byte(); r.err == nil && v != commandBatchVersion {
-		return nil, fmt.Errorf("%w: batch version %d", errMalformed, v)
+	v := r.byte()
+	if r.err == nil && v != renewBatchVersion && v != commandBatchVersion {
+		return 0, nil, fmt.Errorf("%w: batch version %d", errMalformed, v)
 	}
 	n := r.uvarint()
 	if r.err != nil {
-		return nil, r.err
+		return 0, nil, r.err
 	}
 	if n == 0 || n > MaxBatch {
-		return nil, fmt.Errorf("%w: batch of %d commands", errMalformed, n)
+		return 0, nil, fmt.Errorf("%w: batch of %d commands", errMalformed, n)
 	}
 	cmds := make([][]byte, 0, n)
 	for range n {
 		l := r.uvarint()
 		if r.err != nil {
-			return nil, r.err
+			return 0, nil, r.err
 		}
 		if l > uint64(len(r.b)) {
-			return nil, fmt.Errorf("%w: truncated batch command", errMalformed)
+			return 0, nil, fmt.Errorf("%w: truncated batch command", errMalformed)
 		}
 		cmds = append(cmds, r.b[:l:l])
 		r.b = r.b[l:]
 	}
 	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d trailing bytes after batch", errMalformed, len(r.b))
+		return 0, nil, fmt.Errorf("%w: %d trailing bytes after batch", errMalformed, len(r.b))
 	}
-	return cmds, nil
+	return v, cmds, nil
 }
 
-// ApplyBatch applies a coalesced entry: each command in order, all at the
-// entry's index. A command that does not decode, is not coalescible, or
-// names a lock an earlier command of the entry already touched is refused
-// with CodeMalformed and changes nothing; the others apply normally. A
-// frame that does not decode yields no results at all.
+// ApplyBatch applies a grouped entry: each command in order, all at the
+// entry's index. A command that does not decode, may not travel in the
+// frame's version, or names a lock an earlier command of the entry
+// already touched is refused with CodeMalformed and changes nothing; the
+// others apply normally. A frame that does not decode yields no results
+// at all.
 func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 	t.applied = index
-	cmds, err := decodeBatch(data)
+	version, cmds, err := decodeBatch(data)
 	if err != nil {
 		return nil
 	}
@@ -105,7 +124,7 @@ func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 	for i, enc := range cmds {
 		cmd, err := DecodeCommand(enc)
 		id := lockID{cmd.Kind, cmd.Key}
-		if err != nil || !coalescible(cmd.Op) || containsID(seen, id) {
+		if err != nil || !allowedIn(version, cmd.Op) || containsID(seen, id) {
 			results[i] = refused(CodeMalformed)
 			continue
 		}

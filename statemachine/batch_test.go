@@ -5,16 +5,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"nacos-lockd/storage"
 )
 
 func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 	cmds := [][]byte{renew(N, "a", "o", "c", 1, 10).Encode(), expire(N, "b", 3, 2).Encode()}
-	got, err := decodeBatch(encodeBatch(cmds))
-	if err != nil || len(got) != 2 || !bytes.Equal(got[0], cmds[0]) || !bytes.Equal(got[1], cmds[1]) {
-		t.Fatalf("round trip: %q, %v", got, err)
+	v, got, err := decodeBatch(encodeBatch(cmds))
+	if err != nil || v != commandBatchVersion || len(got) != 2 || !bytes.Equal(got[0], cmds[0]) || !bytes.Equal(got[1], cmds[1]) {
+		t.Fatalf("round trip: version %d %q, %v", v, got, err)
 	}
 	good := encodeBatch(cmds)
 	tooMany := make([][]byte, MaxBatch+1)
@@ -31,7 +36,7 @@ func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 		"length past end":  {commandBatchVersion, 1, 50, 1},
 		"single cmd bytes": cmds[0],
 	} {
-		if _, err := decodeBatch(frame); !errors.Is(err, errMalformed) {
+		if _, _, err := decodeBatch(frame); !errors.Is(err, errMalformed) {
 			t.Errorf("%s: decodeBatch err = %v, want malformed", name, err)
 		}
 		tb := NewTable()
@@ -50,14 +55,22 @@ func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 	}
 }
 
+// renewFrame frames commands the way the first coalescing build did
+// (version 3: renews and expiries only).
+func renewFrame(cmds [][]byte) []byte {
+	b := encodeBatch(cmds)
+	b[0] = renewBatchVersion
+	return b
+}
+
 func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 	tb := NewTable()
 	t1 := tb.Apply(1, acq(N, "a", "o1", "c1", 100, 1000, 0))
 	t2 := tb.Apply(2, acq(N, "b", "o2", "c2", 100, 1000, 0))
-	rs := tb.ApplyBatch(3, encodeBatch([][]byte{
+	rs := tb.ApplyBatch(3, renewFrame([][]byte{
 		renew(N, "a", "o1", "c1", 200, 5000).Encode(),
 		renew(N, "a", "o1", "c1", 200, 9000).Encode(),  // same lock again: refused
-		acq(N, "x", "o3", "c3", 200, 1000, 0).Encode(), // not coalescible: refused
+		acq(N, "x", "o3", "c3", 200, 1000, 0).Encode(), // not allowed in a version 3 frame: refused
 		renew(N, "b", "someone-else", "c9", 200, 5000).Encode(),
 		{0xff}, // undecodable
 		renew(N, "b", "o2", "c2", 200, 7000).Encode(), // b's first valid command... b is already taken
@@ -73,7 +86,29 @@ func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 		t.Fatalf("b changed: %+v", l)
 	}
 	if _, ok := tb.locks[lockID{N, "x"}]; ok {
-		t.Fatal("an acquire inside a batch was applied")
+		t.Fatal("an acquire inside a version 3 frame was applied")
+	}
+	checkInvariants(t, tb)
+
+	// Version 4 carries every command that touches one lock, still one per
+	// lock, and refuses those that touch many.
+	rs = tb.ApplyBatch(4, encodeBatch([][]byte{
+		acq(N, "x", "o3", "c3", 300, 1000, 0).Encode(),
+		rel(N, "a", "o1", 300).Encode(),
+		acq(N, "a", "o4", "c4", 300, 1000, 0).Encode(), // a again: refused, so a is not granted twice under one token
+		cancelWait(N, "b", "o5", "c5", 300).Encode(),
+		Command{Op: OpCleanupConnection, NowMs: 300, ConnID: "c2"}.Encode(), // many locks: refused
+		Command{Op: OpForceRelease, NowMs: 300, Kind: N, Key: "b"}.Encode(), // b again, and not groupable
+	}))
+	want = []Result{ok(1, tb.token(4)), ok(0, 0), refused(CodeMalformed), {Code: CodeOK, WaitPosition: -1}, refused(CodeMalformed), refused(CodeMalformed)}
+	if fmt.Sprint(rs) != fmt.Sprint(want) {
+		t.Fatalf("version 4 results\n got %+v\nwant %+v", rs, want)
+	}
+	if l := tb.locks[lockID{N, "b"}]; l == nil || l.owner != "o2" {
+		t.Fatalf("b after a refused cleanup and force release: %+v", l)
+	}
+	if _, held := tb.locks[lockID{N, "a"}]; held {
+		t.Fatal("a was granted again in the entry that released it")
 	}
 	checkInvariants(t, tb)
 }
@@ -96,8 +131,8 @@ func TestApplyBatchHandOffTokenIsEntryIndex(t *testing.T) {
 	}
 }
 
-// batched turns a command stream into log entries the way the coalescer
-// would: runs of coalescible commands, one per lock, up to size per entry.
+// batched turns a command stream into log entries the way group commit
+// does: runs of groupable commands, one per lock, up to size per entry.
 func batched(cmds []Command, size int) [][]byte {
 	var entries [][]byte
 	var run [][]byte
@@ -114,7 +149,7 @@ func batched(cmds []Command, size int) [][]byte {
 	}
 	for _, c := range cmds {
 		id := lockID{c.Kind, c.Key}
-		if !coalescible(c.Op) {
+		if !groupable(c.Op) {
 			flush()
 			entries = append(entries, c.Encode())
 			continue
@@ -139,10 +174,10 @@ func applyEntry(tb *Table, index uint64, e []byte) []Result {
 
 func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 	for seed := uint64(1); seed <= 10; seed++ {
-		// Mostly renews and expiries, so batches form.
+		// Every kind of command; odd seeds leave out those that go alone.
 		var cmds []Command
 		for _, c := range randomCommands(seed, 6000) {
-			if coalescible(c.Op) || c.Op == OpAcquire || seed%2 == 0 {
+			if groupable(c.Op) || seed%2 == 0 {
 				cmds = append(cmds, c)
 			}
 		}
@@ -150,7 +185,9 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 		if len(entries) >= len(cmds) {
 			t.Fatalf("seed %d: no batches formed", seed)
 		}
-		a, b := NewTable(), NewTable()
+		// a and b apply the entries; c applies each command of a batch on
+		// its own at the batch's index, which must come to the same thing.
+		a, b, c := NewTable(), NewTable(), NewTable()
 		last := map[lockID]uint64{}
 		for i, e := range entries {
 			idx := uint64(i + 1)
@@ -163,12 +200,34 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 					t.Fatalf("seed %d entry %d: a well-formed batch had a refused command", seed, idx)
 				}
 			}
-			granted := map[lockID]int{}
-			for _, n := range a.takeNotifications() {
-				id := lockID{n.Kind, n.Key}
-				if granted[id]++; granted[id] > 1 && isBatch(e) {
-					t.Fatalf("seed %d entry %d: %v granted twice in one coalesced entry", seed, idx, id)
+			// Fencing: a token is the entry's index, so no two commands of
+			// one entry may grant the same lock. (One command may grant and
+			// at once give the grant up again, as a queued waiter's cancel
+			// or release does when the holder's lease has just run out: that
+			// grant is never held, so it is not a second holder.)
+			grantedBy := map[lockID]int{}
+			var rc []Result
+			if isBatch(e) {
+				_, encs, _ := decodeBatch(e)
+				for k, enc := range encs {
+					cmd, _ := DecodeCommand(enc)
+					rc = append(rc, c.Apply(idx, cmd))
+					for _, n := range c.takeNotifications() {
+						id := lockID{n.Kind, n.Key}
+						if prev, ok := grantedBy[id]; ok && prev != k {
+							t.Fatalf("seed %d entry %d: %v granted by commands %d and %d of one entry", seed, idx, id, prev, k)
+						}
+						grantedBy[id] = k
+					}
 				}
+			} else {
+				rc = applyEntry(c, idx, e)
+				c.takeNotifications()
+			}
+			if fmt.Sprint(rc) != fmt.Sprint(ra) || !bytes.Equal(c.StateBytes(), a.StateBytes()) {
+				t.Fatalf("seed %d entry %d: a batch applied differently from its commands one by one", seed, idx)
+			}
+			for _, n := range a.takeNotifications() {
 				if n.Token != a.token(idx) {
 					t.Fatalf("seed %d entry %d: grant token %d, want the entry's %d", seed, idx, n.Token, a.token(idx))
 				}
@@ -341,4 +400,172 @@ func TestNodeCloseFailsCollectedRenews(t *testing.T) {
 	if _, err := n.Propose(ctx, renew(N, "k", "o", "c1", 1, 1)); !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("renew after close: %v", err)
 	}
+}
+
+// Group commit: commands that arrive while an entry commits share the
+// next one, each gets its own result, and a command that comes alone is
+// proposed at once (the renew window is an hour here: nothing but renews
+// may wait for it).
+func TestNodeGroupsConcurrentCommands(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	start := time.Now()
+	if r := propose(t, n, acq(N, "alone", "o", "c1", time.Now().UnixMilli(), 60000, 0)); !r.Success() {
+		t.Fatalf("lone acquire: %+v", r)
+	}
+	if took := time.Since(start); took > 30*time.Minute {
+		t.Fatalf("a lone acquire waited for the window (%s)", took)
+	}
+	const clients = 64
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(op func(i int) Command, check func(i int, r Result) bool) {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				r, err := n.Propose(ctx, op(i))
+				if err != nil || !check(i, r) {
+					t.Errorf("client %d: %+v %v", i, r, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// Each client takes its own key, then queues on a shared one.
+	run(func(i int) Command {
+		return acq(N, fmt.Sprint("own", i), fmt.Sprint("o", i), "c1", time.Now().UnixMilli(), 60000, 0)
+	}, func(_ int, r Result) bool { return r.Success() && r.Count == 1 && r.Token > 0 })
+	run(func(i int) Command {
+		return acq(R, "shared", fmt.Sprint("o", i), "c1", time.Now().UnixMilli(), 60000, 60000)
+	}, func(_ int, r Result) bool { return r.Success() || (r.Code == CodeHeld && r.WaitPosition >= 0) })
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := after.Applied - before.Applied; entries >= 2*clients {
+		t.Fatalf("%d commands took %d entries; want them grouped", 2*clients, entries)
+	}
+	if after.Held != before.Held+clients+1 || after.Queued != clients-1 {
+		t.Fatalf("after: %d held, %d waiting; want %d and %d", after.Held, after.Queued, before.Held+clients+1, clients-1)
+	}
+	// The queue hands the shared lock on in order, one grant per entry at
+	// most: release it 63 times from whoever holds it.
+	var tokens []uint64
+	for range clients {
+		l, err := n.Lock(R, "shared")
+		if err != nil || l.Owner == "" {
+			t.Fatalf("shared: %+v %v", l, err)
+		}
+		tokens = append(tokens, l.Token)
+		if r := propose(t, n, rel(R, "shared", l.Owner, time.Now().UnixMilli())); !r.Success() {
+			t.Fatalf("release by %s: %+v", l.Owner, r)
+		}
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("hand-off tokens %v do not increase", tokens)
+		}
+	}
+}
+
+// A grouped entry applies identically on every replica: three real
+// replicas, concurrent commands of every groupable kind on a few shared
+// keys, then every replica's whole table compared byte for byte.
+func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
+	dir := t.TempDir()
+	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
+	nodes := make([]*Node, 0, 3)
+	for id := uint64(1); id <= 3; id++ {
+		db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, fmt.Sprint(id), "locks")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		n, err := Start(RaftConfig{NodeHostDir: filepath.Join(dir, fmt.Sprint(id), "raft"), RaftAddress: members[id],
+			ReplicaID: id, Members: members, ElectionRTT: 50, HeartbeatRTT: 5}, db, nil, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before uint64
+	if s, err := nodes[0].Stats(); err == nil {
+		before = s.Applied
+	}
+	var wg sync.WaitGroup
+	var proposed sync.WaitGroup
+	const clients, rounds = 24, 30
+	for i := range clients {
+		n := nodes[i%3] // followers forward to the leader
+		proposed.Add(1)
+		wg.Go(func() {
+			defer proposed.Done()
+			owner, conn := fmt.Sprint("o", i), fmt.Sprint("c", i)
+			for r := range rounds {
+				key := fmt.Sprint("k", (i+r)%5)
+				now := time.Now().UnixMilli()
+				var cmd Command
+				switch (i + r) % 4 {
+				case 0:
+					cmd = acq(R, key, owner, conn, now, 60000, 60000)
+				case 1:
+					cmd = renew(R, key, owner, conn, now, 60000)
+				case 2:
+					cmd = cancelWait(R, key, owner, conn, now)
+				default:
+					cmd = rel(R, key, owner, now)
+				}
+				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := n.Propose(pctx, cmd)
+				cancel()
+				if err != nil {
+					t.Errorf("client %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	proposed.Wait()
+	wg.Wait()
+	var want []byte
+	for i, n := range nodes {
+		// A linearizable read first: every replica has applied all of it.
+		if _, err := n.nh.SyncRead(ctx, n.cfg.ShardID, StatsQuery{}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := n.nh.StaleRead(n.cfg.ShardID, stateQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := v.([]byte)
+		if i == 0 {
+			want = got
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("replica %d's table differs from replica 1's", i+1)
+		}
+	}
+	s, err := nodes[0].Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := s.Applied - before; entries >= clients*rounds {
+		t.Fatalf("%d commands took %d entries: nothing was grouped", clients*rounds, entries)
+	}
+	t.Logf("%d commands in %d entries", clients*rounds, s.Applied-before)
 }

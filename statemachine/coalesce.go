@@ -2,39 +2,56 @@ package statemachine
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 	"time"
+
+	"github.com/lni/dragonboat/v4"
 )
 
-// DefaultCoalesceWindow is how long the node collects renews before
-// proposing them as one entry. Renews are not latency-critical (the
-// Java watchdog renews a third of a lease ahead), and a few milliseconds
-// turn hundreds of spread-out renews per second into a few entries. A
-// renew after a quiet spell (none within the window) does not wait.
+// DefaultCoalesceWindow is how long renews that come in quick succession
+// wait for company before they are proposed. Renews are not
+// latency-critical (the Java watchdog renews a third of a lease ahead),
+// and a few milliseconds turn hundreds of spread-out renews per second
+// into a few entries. A renew after a quiet spell (none within the
+// window) does not wait, and no other command ever waits for the window.
 const DefaultCoalesceWindow = 5 * time.Millisecond
 
-// coalesceInFlight bounds the coalesced entries proposed and not yet
-// applied; collection goes on while they commit.
-const coalesceInFlight = 4
+// groupInFlight bounds the entries proposed and not yet applied. While
+// they commit, new commands queue and go out together as the next entry:
+// a single node fsyncs once per Raft step whatever it holds, so under load
+// one entry carries what would otherwise have been dozens. Two keeps the
+// log busy (one entry being written while the next is proposed) without
+// splitting a burst over many small entries.
+const groupInFlight = 2
 
-// coalescer collects renews (see batch.go) into entries.
-type coalescer struct {
+// groupCommit is the node's one way into Raft when batching is on (see
+// batch.go for the entry format). Commands are proposed in the order they
+// arrive (an entry that dragonboat drops is proposed again, after entries
+// proposed meanwhile): a command that finds a free slot and nothing queued
+// ahead of it is proposed at once, on its caller's goroutine; the rest
+// queue and leave together as one entry when a slot frees.
+type groupCommit struct {
 	n      *Node
 	window time.Duration
-	in     chan *pendingCmd // unbuffered: a full pipeline pushes back on callers
-	slots  chan struct{}    // one per entry in flight
-	stop   chan struct{}    // closed by close
-	done   chan struct{}    // closed when run has returned
-	carry  *pendingCmd      // a command for a lock the open batch already has
-	// lastArrival is when collect last took a command (run's goroutine only).
-	lastArrival time.Time
+
+	mu        sync.Mutex
+	queue     []*pendingCmd
+	inFlight  int
+	closed    bool
+	flush     *time.Timer // armed while queued renews wait out the window, or a busy shard its backoff
+	flushAt   time.Time
+	lastRenew time.Time     // arrival of the latest renew
+	backoff   time.Duration // after dragonboat refused or dropped a proposal
+	entries   sync.WaitGroup
 }
 
 type pendingCmd struct {
 	cmd      Command
 	deadline time.Time
 	start    time.Time
-	out      chan outcome // buffered: commit never blocks on a caller that left
+	out      chan outcome // buffered: a result never blocks on a caller that left
 }
 
 type outcome struct {
@@ -42,28 +59,19 @@ type outcome struct {
 	err error
 }
 
-func newCoalescer(n *Node, window time.Duration) *coalescer {
-	c := &coalescer{n: n, window: window, in: make(chan *pendingCmd), slots: make(chan struct{}, coalesceInFlight),
-		stop: make(chan struct{}), done: make(chan struct{})}
-	go c.run()
-	return c
+func newGroupCommit(n *Node, window time.Duration) *groupCommit {
+	return &groupCommit{n: n, window: window}
 }
 
-// propose hands cmd to the collector and waits for its result. A command
-// that never reached the collector was not proposed; one that did and whose
-// ctx ends first is ambiguous, exactly like a timed-out direct proposal.
-func (c *coalescer) propose(ctx context.Context, cmd Command) (Result, error) {
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = time.Now().Add(10 * time.Second)
-	}
-	p := &pendingCmd{cmd: cmd, deadline: deadline, start: time.Now(), out: make(chan outcome, 1)}
-	select {
-	case c.in <- p:
-	case <-c.stop:
-		return Result{}, fmt.Errorf("propose %s: %w: node closing", cmd.Op, ErrUnavailable)
-	case <-ctx.Done():
-		return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, ctx.Err())
+var errClosing = fmt.Errorf("%w: node closing", ErrUnavailable)
+
+// propose queues cmd and waits for its result. A command still queued when
+// its ctx ends was never proposed; one proposed whose ctx ends first is
+// ambiguous, exactly like a timed-out direct proposal.
+func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) {
+	p, err := g.enqueue(ctx, cmd)
+	if err != nil {
+		return Result{}, err
 	}
 	select {
 	case o := <-p.out:
@@ -73,83 +81,167 @@ func (c *coalescer) propose(ctx context.Context, cmd Command) (Result, error) {
 	}
 }
 
-func (c *coalescer) run() {
-	defer close(c.done)
-	closing := func(batch []*pendingCmd) {
-		if c.carry != nil {
-			batch = append(batch, c.carry)
-			c.carry = nil
-		}
-		failAll(batch, fmt.Errorf("%w: node closing", ErrUnavailable))
+// enqueue puts cmd in line. When it can be proposed at once, it is,
+// before enqueue returns, and this goroutine waits for the entry's
+// result and hands it out (so a lone command costs no goroutine switch).
+func (g *groupCommit) enqueue(ctx context.Context, cmd Command) (*pendingCmd, error) {
+	now := time.Now()
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = now.Add(10 * time.Second)
 	}
-	for {
-		batch, ok := c.collect()
-		if !ok {
-			closing(batch)
-			return
+	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1)}
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil, fmt.Errorf("propose %s: %w", cmd.Op, errClosing)
+	}
+	g.queue = append(g.queue, p)
+	if cmd.Op == OpRenew {
+		quiet := now.Sub(g.lastRenew) > g.window
+		g.lastRenew = now
+		if !quiet && g.renewsOnly() && len(g.queue) < MaxBatch {
+			// Renews in quick succession: wait out the window for more.
+			g.armFlush(g.queue[0].start.Add(g.window))
+			g.mu.Unlock()
+			return p, nil
 		}
-		select {
-		case c.slots <- struct{}{}:
-		case <-c.stop:
-			closing(batch)
-			return
+	}
+	sub := g.next(now)
+	g.mu.Unlock()
+	switch {
+	case sub == nil:
+	case sub.deadline.After(p.deadline):
+		go g.await(sub) // others in it may wait longer than this caller will
+	default:
+		g.await(sub)
+	}
+	return p, nil
+}
+
+// renewsOnly reports whether every queued command is a renew (mu held).
+func (g *groupCommit) renewsOnly() bool {
+	for _, p := range g.queue {
+		if p.cmd.Op != OpRenew {
+			return false
 		}
-		go func() {
-			defer func() { <-c.slots }()
-			c.commit(batch)
-		}()
+	}
+	return true
+}
+
+// armFlush makes sure the queue is looked at again by at (mu held).
+func (g *groupCommit) armFlush(at time.Time) {
+	if g.flush != nil && !g.flushAt.After(at) {
+		return
+	}
+	if g.flush != nil {
+		g.flush.Stop()
+	}
+	g.flushAt = at
+	g.flush = time.AfterFunc(time.Until(at), g.onFlush)
+}
+
+func (g *groupCommit) onFlush() {
+	g.mu.Lock()
+	g.flush = nil
+	sub := g.next(time.Now())
+	g.mu.Unlock()
+	if sub != nil {
+		g.await(sub)
 	}
 }
 
-// collect returns the next batch: the first command, then whatever
-// arrives within the window, up to MaxBatch commands and one per lock.
-// A command more than a window after the previous one does not wait:
-// renews are rare then, and the window would only delay it; it goes with
-// whatever is already waiting. ok is false when the node is closing;
-// batch then holds what was taken.
-func (c *coalescer) collect() (batch []*pendingCmd, ok bool) {
-	first := c.carry
-	c.carry = nil
-	if first == nil {
-		select {
-		case first = <-c.in:
-		case <-c.stop:
-			return nil, false
+// submitted is one proposed entry and the callers it answers.
+type submitted struct {
+	rs       *dragonboat.RequestState
+	batch    []*pendingCmd
+	deadline time.Time // the latest of its callers'
+}
+
+// next proposes the next entry from the front of the queue if a slot is
+// free (mu held). Commands whose deadline passed while queued were never
+// proposed: they fail here.
+func (g *groupCommit) next(now time.Time) *submitted {
+	for g.inFlight < groupInFlight && len(g.queue) > 0 && !g.closed {
+		if g.flush != nil && g.backoff > 0 {
+			return nil // dragonboat said busy: the timer retries
+		}
+		batch := g.take(now)
+		if len(batch) == 0 {
+			continue // all it found had passed their deadlines
+		}
+		deadline := latestDeadline(batch)
+		rs, err := g.submit(batch, deadline.Sub(now))
+		if err == nil {
+			g.backoff = 0
+			g.inFlight++
+			g.entries.Add(1)
+			return &submitted{rs, batch, deadline}
+		}
+		if errors.Is(err, dragonboat.ErrShardNotReady) || errors.Is(err, dragonboat.ErrSystemBusy) {
+			// Never appended, so safe to send again.
+			g.retryLater(batch, now)
+			return nil
+		}
+		failAll(batch, fmt.Errorf("%w: %w", ErrUnavailable, err))
+	}
+	return nil
+}
+
+// retryLater puts a batch that never reached the log back at the front of
+// the queue, in order, and looks again after a pause (mu held).
+func (g *groupCommit) retryLater(batch []*pendingCmd, now time.Time) {
+	g.queue = append(batch, g.queue...)
+	g.backoff = min(max(2*g.backoff, 2*time.Millisecond), 100*time.Millisecond)
+	g.armFlush(now.Add(g.backoff))
+}
+
+func latestDeadline(batch []*pendingCmd) time.Time {
+	d := batch[0].deadline
+	for _, p := range batch[1:] {
+		if p.deadline.After(d) {
+			d = p.deadline
 		}
 	}
-	batch = append(make([]*pendingCmd, 0, 16), first)
-	var window <-chan time.Time // nil: take only what is already waiting
-	if time.Since(c.lastArrival) <= c.window {
-		timer := time.NewTimer(c.window)
-		defer timer.Stop()
-		window = timer.C
-	}
-	c.lastArrival = time.Now()
-	for len(batch) < MaxBatch {
-		var p *pendingCmd
-		if window == nil {
-			select {
-			case p = <-c.in:
-			default:
-				return batch, true
-			}
-		} else {
-			select {
-			case p = <-c.in:
-			case <-window:
-				return batch, true
-			case <-c.stop:
-				return batch, false
-			}
+	return d
+}
+
+// take removes the next entry's commands from the front of the queue:
+// everything in order up to MaxBatch, at most one command per lock (a
+// second one for a lock waits for the next entry, and so does everything
+// after it for that lock), and a command that touches more than one lock
+// (CLEANUP_CONNECTION, FORCE_RELEASE) alone (mu held). It never returns an
+// empty batch while the queue holds a command whose deadline is ahead.
+func (g *groupCommit) take(now time.Time) []*pendingCmd {
+	var batch, rest []*pendingCmd
+	i := 0
+	for ; i < len(g.queue); i++ {
+		p := g.queue[i]
+		if now.After(p.deadline) {
+			p.out <- outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)}
+			continue
 		}
-		c.lastArrival = time.Now()
-		if hasLock(batch, p.cmd) {
-			c.carry = p // next entry: one command per lock per entry
-			return batch, true
+		if !groupable(p.cmd.Op) {
+			if len(batch) == 0 && len(rest) == 0 {
+				batch = append(batch, p)
+				i++
+			}
+			break
+		}
+		if len(batch) == MaxBatch {
+			break
+		}
+		if len(batch) > 0 && !groupable(batch[0].cmd.Op) {
+			break
+		}
+		if hasLock(batch, p.cmd) || hasLock(rest, p.cmd) {
+			rest = append(rest, p)
+			continue
 		}
 		batch = append(batch, p)
 	}
-	return batch, true
+	g.queue = append(rest, g.queue[i:]...)
+	return batch
 }
 
 func hasLock(batch []*pendingCmd, cmd Command) bool {
@@ -161,46 +253,101 @@ func hasLock(batch []*pendingCmd, cmd Command) bool {
 	return false
 }
 
-// commit proposes one batch and hands every caller its result. The entry's
-// deadline is the latest of its callers': an earlier caller may give up,
-// the others still want the answer.
-func (c *coalescer) commit(batch []*pendingCmd) {
-	deadline := batch[0].deadline
-	for _, p := range batch[1:] {
-		if p.deadline.After(deadline) {
-			deadline = p.deadline
-		}
-	}
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	defer cancel()
-	c.n.m.coalescedEntry(len(batch))
+// submit proposes batch as one entry. Its timeout is the latest of its
+// callers' deadlines: an earlier caller may give up, the others still
+// want the answer.
+func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*dragonboat.RequestState, error) {
+	var entry []byte
 	if len(batch) == 1 { // the plain encoding: cheaper, and readable by every build
-		p := batch[0]
-		res, err := c.n.proposeOne(ctx, p.cmd, p.start)
+		entry = batch[0].cmd.Encode()
+	} else {
+		cmds := make([][]byte, len(batch))
+		for i, p := range batch {
+			cmds[i] = p.cmd.Encode()
+		}
+		entry = encodeBatch(cmds)
+	}
+	g.n.m.coalescedEntry(len(batch))
+	return g.n.nh.Propose(g.n.session, entry, timeout)
+}
+
+// await waits for one entry, hands every caller its result, and proposes
+// what queued meanwhile; that entry gets a goroutine of its own, so a
+// caller is never kept waiting for someone else's entry.
+func (g *groupCommit) await(s *submitted) {
+	r := <-s.rs.AppliedC()
+	s.rs.Release()
+	dropped := r.Dropped()
+	if !dropped {
+		g.finish(s, r)
+	}
+	g.mu.Lock()
+	g.inFlight--
+	now := time.Now()
+	switch {
+	case dropped && g.closed:
+		failAll(s.batch, errClosing)
+	case dropped:
+		// Dropped before it reached the log (no leader for a moment): it
+		// was never appended, so it is proposed again, ahead of the rest.
+		g.retryLater(s.batch, now)
+	}
+	nxt := g.next(now)
+	g.mu.Unlock()
+	g.entries.Done()
+	if nxt != nil {
+		go g.await(nxt)
+	}
+}
+
+// finish hands out the results of an entry that was not dropped.
+func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
+	switch {
+	case r.Completed():
+	default:
+		failAll(s.batch, fmt.Errorf("%w: %w", ErrUnavailable, requestError(r)))
+		return
+	}
+	data := r.GetResult().Data
+	if len(s.batch) == 1 {
+		p := s.batch[0]
+		res, err := decodeResult(data)
+		if err != nil {
+			err = fmt.Errorf("decode %s result: %w", p.cmd.Op, err)
+		} else {
+			g.n.m.proposed(p.cmd.Op, time.Since(p.start))
+		}
 		p.out <- outcome{res, err}
 		return
 	}
-	cmds := make([][]byte, len(batch))
-	for i, p := range batch {
-		cmds[i] = p.cmd.Encode()
-	}
-	data, err := c.n.proposeEntry(ctx, encodeBatch(cmds))
-	if err != nil {
-		failAll(batch, err)
-		return
-	}
 	rs, err := decodeResults(data)
-	if err == nil && len(rs) != len(batch) {
-		err = fmt.Errorf("%d results for %d commands", len(rs), len(batch))
+	if err == nil && len(rs) != len(s.batch) {
+		err = fmt.Errorf("%d results for %d commands", len(rs), len(s.batch))
 	}
 	if err != nil {
-		failAll(batch, fmt.Errorf("decode coalesced result: %w", err))
+		failAll(s.batch, fmt.Errorf("decode coalesced result: %w", err))
 		return
 	}
-	for i, p := range batch {
-		c.n.m.proposed(p.cmd.Op, time.Since(p.start))
+	for i, p := range s.batch {
+		g.n.m.proposed(p.cmd.Op, time.Since(p.start))
 		p.out <- outcome{res: rs[i]}
 	}
+}
+
+// requestError names why dragonboat did not complete a proposal, as its
+// SyncPropose would.
+func requestError(r dragonboat.RequestResult) error {
+	switch {
+	case r.Timeout():
+		return dragonboat.ErrTimeout
+	case r.Terminated():
+		return dragonboat.ErrShardClosed
+	case r.Rejected():
+		return dragonboat.ErrRejected
+	case r.Aborted():
+		return dragonboat.ErrAborted
+	}
+	return errors.New("proposal not completed")
 }
 
 func failAll(batch []*pendingCmd, err error) {
@@ -209,13 +356,19 @@ func failAll(batch []*pendingCmd, err error) {
 	}
 }
 
-// close stops collecting, fails what was collected and not proposed, and
-// returns once no entry is in flight. The node host must already be
-// closed, or entries in flight would wait for their deadlines.
-func (c *coalescer) close() {
-	close(c.stop)
-	<-c.done
-	for range cap(c.slots) {
-		c.slots <- struct{}{}
+// close fails what is queued and returns once no entry is in flight. The
+// node host must already be closed, so entries in flight end at once
+// instead of at their deadlines.
+func (g *groupCommit) close() {
+	g.mu.Lock()
+	g.closed = true
+	if g.flush != nil {
+		g.flush.Stop()
+		g.flush = nil
 	}
+	queued := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+	failAll(queued, errClosing)
+	g.entries.Wait()
 }

@@ -166,7 +166,7 @@ func FuzzApplyCommand(f *testing.F) {
 			}
 			before := tb.StateBytes()
 			rs := tb.ApplyBatch(uint64(len(base)+1), data)
-			if _, err := decodeBatch(data); (err == nil) != (rs != nil) {
+			if _, _, err := decodeBatch(data); (err == nil) != (rs != nil) {
 				t.Fatalf("frame error %v but %d results", err, len(rs))
 			}
 			if rs == nil {

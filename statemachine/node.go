@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/client"
 	"github.com/lni/dragonboat/v4/config"
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
@@ -47,10 +48,10 @@ type RaftConfig struct {
 	SnapshotEntries    uint64 // default 10000
 	CompactionOverhead uint64 // default 5000
 
-	// CoalesceWindow is how long renews are collected into
-	// one entry (coalesce.go): 0 picks DefaultCoalesceWindow, negative
-	// proposes each on its own (needed while builds without coalesced
-	// entries are still members).
+	// CoalesceWindow is how long renews in quick succession are collected
+	// into one entry (coalesce.go): 0 picks DefaultCoalesceWindow. Negative
+	// turns batching off altogether: every command is its own entry, as
+	// builds that predate grouped entries need while they are members.
 	CoalesceWindow time.Duration
 }
 
@@ -115,7 +116,10 @@ type Node struct {
 	cfg RaftConfig
 	log zerolog.Logger
 	m   *nodeMetrics
-	co  *coalescer // nil when coalescing is off
+	gc  *groupCommit // nil when batching is off
+	// session is dragonboat's no-op session: every proposal uses it, and
+	// fetching it per proposal allocated.
+	session *client.Session
 }
 
 // Start opens the Raft replica over db. notify receives grants to waiters
@@ -187,8 +191,9 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		nh.Close()
 		return nil, fmt.Errorf("record raft bootstrap: %w", err)
 	}
+	n.session = nh.GetNoOPSession(cfg.ShardID)
 	if cfg.CoalesceWindow > 0 {
-		n.co = newCoalescer(n, cfg.CoalesceWindow)
+		n.gc = newGroupCommit(n, cfg.CoalesceWindow)
 	}
 	return n, nil
 }
@@ -196,8 +201,8 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 // Close stops the replica. Proposals in flight fail with ErrUnavailable.
 func (n *Node) Close() {
 	n.nh.Close()
-	if n.co != nil {
-		n.co.close()
+	if n.gc != nil {
+		n.gc.close()
 	}
 }
 
@@ -205,10 +210,11 @@ func (n *Node) Close() {
 func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 
 // Propose commits cmd and returns its result. ctx must carry a deadline.
-// Renews may share an entry with others (coalesce.go).
+// With batching on, commands are proposed in the order they arrive and
+// may share an entry with others (coalesce.go).
 func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
-	if n.co != nil && coalesced(cmd.Op) {
-		return n.co.propose(ctx, cmd)
+	if n.gc != nil {
+		return n.gc.propose(ctx, cmd)
 	}
 	return n.proposeOne(ctx, cmd, time.Now())
 }
@@ -234,7 +240,7 @@ func (n *Node) proposeOne(ctx context.Context, cmd Command, start time.Time) (Re
 func (n *Node) proposeEntry(ctx context.Context, entry []byte) ([]byte, error) {
 	backoff := 2 * time.Millisecond
 	for {
-		res, err := n.nh.SyncPropose(ctx, n.nh.GetNoOPSession(n.cfg.ShardID), entry)
+		res, err := n.nh.SyncPropose(ctx, n.session, entry)
 		if err == nil {
 			return res.Data, nil
 		}

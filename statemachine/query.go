@@ -82,9 +82,15 @@ func (t *Table) lookup(q interface{}) (interface{}, error) {
 		return t.Conns(q.Node), nil
 	case ListQuery:
 		return t.List(q), nil
+	case stateQuery:
+		return t.StateBytes(), nil
 	}
 	return nil, fmt.Errorf("unknown lookup %T", q)
 }
+
+// stateQuery reads the whole table as snapshot content: what tests compare
+// across replicas.
+type stateQuery struct{}
 
 // Expired lists leases that ended before nowMs, oldest first.
 func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
