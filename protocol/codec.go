@@ -120,13 +120,19 @@ func Decode(p *pb.Payload) (Message, error) {
 	if md == nil {
 		return nil, &BodyError{Err: errNoMetadata}
 	}
-	t, ok := registry[md.GetType()]
+	return decodeReflect(md.GetType(), p.GetBody().GetValue())
+}
+
+// decodeReflect decodes body into the registered type typ with
+// encoding/json.
+func decodeReflect(typ string, body []byte) (Message, error) {
+	t, ok := registry[typ]
 	if !ok {
-		return nil, &UnknownTypeError{Type: md.GetType()}
+		return nil, &UnknownTypeError{Type: typ}
 	}
 	v := reflect.New(t)
-	if err := unmarshalObject(p.GetBody().GetValue(), v.Interface()); err != nil {
-		return nil, &BodyError{Type: md.GetType(), Err: err}
+	if err := unmarshalObject(body, v.Interface()); err != nil {
+		return nil, &BodyError{Type: typ, Err: err}
 	}
 	emptyMapsToNil(v.Elem())
 	return v.Interface().(Message), nil
