@@ -41,7 +41,7 @@ test-go: ## Go unit, gateway, process and cluster tests, race detector on
 # long run (a duration, so that race can still end it).
 FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
-	./protocol:FuzzDecode ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
+	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
 	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
 	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes
 

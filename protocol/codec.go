@@ -115,18 +115,37 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 // or *BodyError. Unknown JSON properties are ignored, like Java does, and
 // empty JSON objects in map fields decode to nil maps. metadata.headers is
 // not merged into the message: use Header.
+//
+// A LockOperationRequest, the body of every lock call, is read by a
+// hand-written decoder that matches property names exactly, as Jackson
+// does; the other types go through encoding/json, which matches them
+// case-insensitively.
 func Decode(p *pb.Payload) (Message, error) {
 	md := p.GetMetadata()
 	if md == nil {
 		return nil, &BodyError{Err: errNoMetadata}
 	}
-	t, ok := registry[md.GetType()]
+	if typ := md.GetType(); typ == (LockOperationRequest{}).TypeName() {
+		m, err := decodeLockOperationRequest(p.GetBody().GetValue())
+		if err != nil {
+			return nil, &BodyError{Type: typ, Err: err}
+		}
+		return m, nil
+	}
+	return decodeReflect(md.GetType(), p.GetBody().GetValue())
+}
+
+// decodeReflect decodes body into the registered type typ with
+// encoding/json. It is Decode for every type but LockOperationRequest, and
+// the tests' reference for that one.
+func decodeReflect(typ string, body []byte) (Message, error) {
+	t, ok := registry[typ]
 	if !ok {
-		return nil, &UnknownTypeError{Type: md.GetType()}
+		return nil, &UnknownTypeError{Type: typ}
 	}
 	v := reflect.New(t)
-	if err := unmarshalObject(p.GetBody().GetValue(), v.Interface()); err != nil {
-		return nil, &BodyError{Type: md.GetType(), Err: err}
+	if err := unmarshalObject(body, v.Interface()); err != nil {
+		return nil, &BodyError{Type: typ, Err: err}
 	}
 	emptyMapsToNil(v.Elem())
 	return v.Interface().(Message), nil
