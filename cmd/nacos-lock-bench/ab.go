@@ -64,7 +64,7 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-		s.proc, _, err = peers.NacosLockd(ctx, s.bin, filepath.Join(work, s.name), port, xargs...)
+		s.proc, _, err = peers.NacosLockd(ctx, nil, s.bin, filepath.Join(work, s.name), port, xargs...)
 		if err != nil {
 			return fmt.Errorf("start %s (%s): %w", s.name, s.bin, err)
 		}

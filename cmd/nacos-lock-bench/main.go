@@ -279,7 +279,7 @@ func nacosServer(ctx context.Context, o options) (*nacosSrv, error) {
 		return nil, err
 	}
 	s.bin, s.dir = o.spawn, dir
-	s.proc, _, err = peers.NacosLockd(ctx, o.spawn, dir, mainPort)
+	s.proc, _, err = peers.NacosLockd(ctx, nil, o.spawn, dir, mainPort)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -306,7 +306,7 @@ func (s *nacosSrv) restart(ctx context.Context, between func() error) (time.Dura
 			return 0, err
 		}
 	}
-	p, took, err := peers.NacosLockd(ctx, s.bin, s.dir, s.mainPort)
+	p, took, err := peers.NacosLockd(ctx, nil, s.bin, s.dir, s.mainPort)
 	if err != nil {
 		return 0, err
 	}

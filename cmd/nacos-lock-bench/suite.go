@@ -248,7 +248,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	switch t {
 	case "nacos-lockd":
-		p, _, err := peers.NacosLockd(sctx, s.lockd, dir, port)
+		p, _, err := peers.NacosLockd(sctx, nil, s.lockd, dir, port)
 		if err != nil {
 			return err
 		}
@@ -267,19 +267,19 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			s.etcdBin = bin
 		}
 		// One etcd per target, so each starts from an empty store.
-		p, err := peers.Etcd(sctx, s.etcdBin, dir, port)
+		p, err := peers.Etcd(sctx, nil, s.etcdBin, dir, port)
 		if err != nil {
 			return err
 		}
 		s.started(t, addr, p)
 	case "redis-fsync-always", "redis-fsync-off":
-		p, err := peers.Redis(sctx, dir, port, t == "redis-fsync-always")
+		p, err := peers.Redis(sctx, nil, dir, port, t == "redis-fsync-always")
 		if err != nil {
 			return err
 		}
 		s.started(t, addr, p)
 	case "zookeeper":
-		p, err := peers.ZooKeeper(sctx, dir, port)
+		p, err := peers.ZooKeeper(sctx, nil, dir, port)
 		if err != nil {
 			return err
 		}
@@ -306,7 +306,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			s.javaCP = cp
 		}
 		if t == "nacos-lockd-java" {
-			p, _, err := peers.NacosLockd(sctx, s.lockd, dir, port)
+			p, _, err := peers.NacosLockd(sctx, nil, s.lockd, dir, port)
 			if err != nil {
 				return err
 			}
@@ -314,7 +314,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			return nil
 		}
 		fmt.Fprintf(s.stderr, "   starting a real Nacos 3.1.0 (%s; first time: Maven fetches it)\n", s.nacosPeer)
-		p, err := peers.NacosPeer(sctx, s.nacosPeer, dir, port, probeLock)
+		p, err := peers.NacosPeer(sctx, nil, s.nacosPeer, dir, port, probeLock)
 		if err != nil {
 			return err
 		}
