@@ -194,6 +194,9 @@ func EnsureDebian(pkg string, check func() bool, logDir string) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return fmt.Errorf("%s is not installed and there is no apt-get", pkg)
 	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
 	logPath := filepath.Join(logDir, "apt-"+pkg+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
