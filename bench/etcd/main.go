@@ -2,7 +2,7 @@
 // own so etcd's dependencies stay out of nacos-lockd's go.mod:
 //
 //	etcd-peer server <etcd flags>    # etcd itself (go.etcd.io/etcd/server/v3/etcdmain)
-//	etcd-peer bench --target etcd-mutex|etcd-v3lock --server 127.0.0.1:2379 --workload w1|w2 --clients N --duration D [--json]
+//	etcd-peer bench --target etcd-mutex|etcd-v3lock --server 127.0.0.1:2379 --workload w1|w2 --clients N --duration D [--rate R] [--json]
 //
 // etcd-mutex is client/v3/concurrency's Mutex on a Session (one lease per
 // client); etcd-v3lock is the server-side v3lock service (Lock/Unlock RPCs
@@ -64,11 +64,15 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	pid := fs.Int("pid", 0, "server process id for CPU/RSS (default: found from the port)")
 	quiet := fs.Bool("quiet", false, "no progress lines")
+	rate := fs.Float64("rate", 0, "w1: open loop at this many pairs/s in total (0: closed loop)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
+	}
+	if *rate < 0 || (*rate > 0 && *workload != "w1") {
+		return fmt.Errorf("--rate %g: open loop is for w1 only", *rate)
 	}
 	pids := []int{*pid}
 	if *pid == 0 {
@@ -80,7 +84,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *quiet {
 		progress = nil
 	}
-	spec := load.Spec{Target: *target, Workload: *workload, Clients: *clients, Warmup: *warmup, Duration: *duration, PIDs: pids, Progress: progress}
+	spec := load.Spec{Target: *target, Workload: *workload, Clients: *clients, Warmup: *warmup, Duration: *duration, Rate: *rate, PIDs: pids, Progress: progress}
 	ls, err := load.DialAll(ctx, *clients, func(ctx context.Context, i int) (load.Locker, error) {
 		return dial(ctx, *server, *target, *ttl)
 	})

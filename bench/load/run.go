@@ -25,9 +25,14 @@ type Report struct {
 	// Ops are completed operations: w1 acquire+release pairs, w2 grants
 	// (hand-offs), w3 acquires, w5 renews.
 	Ops       int64   `json:"ops"`
-	OpsPerSec float64 `json:"opsPerSecond"`
-	Errors    int64   `json:"errors"` // failed calls (transport, timeouts, 500s, unexpected refusals)
-	// Latency of one op (w1: the pair; w2: request to grant).
+	OpsPerSec float64 `json:"opsPerSecond"` // achieved, in open-loop runs too
+	// RatePerSec is the scheduled rate of an open-loop run (Spec.Rate);
+	// 0 for a closed-loop run.
+	RatePerSec float64 `json:"ratePerSecond,omitempty"`
+	Errors     int64   `json:"errors"` // failed calls (transport, timeouts, 500s, unexpected refusals)
+	// Latency of one op (w1: the pair; w2: request to grant). In an
+	// open-loop run it runs from the op's scheduled start, so a client
+	// that fell behind counts its lag.
 	P50Ms  float64 `json:"p50Ms"`
 	P99Ms  float64 `json:"p99Ms"`
 	P999Ms float64 `json:"p999Ms"`
@@ -67,6 +72,10 @@ type Spec struct {
 	Clients  int
 	Warmup   time.Duration
 	Duration time.Duration
+	// Rate, when above 0, makes W1 open-loop: Rate ops/s in total, each
+	// client on its own evenly spaced schedule (see Pacer). 0: closed
+	// loop, each client issues its next op as soon as the last returns.
+	Rate float64
 	// PIDs are the server processes whose CPU and RSS are reported (none:
 	// not reported). A PID of os.Getpid() measures an in-process server.
 	PIDs     []int
@@ -163,7 +172,11 @@ loop:
 		case now := <-tick.C:
 			ops := rec.ops.Load()
 			if spec.Progress != nil {
-				fmt.Fprintf(spec.Progress, "  %-20s %s c=%-4d %5.1fs %10.0f ops/s  errors %d\n", spec.Target, spec.Workload, spec.Clients,
+				label := spec.Workload
+				if spec.Rate > 0 {
+					label += fmt.Sprintf(" at %g/s", spec.Rate)
+				}
+				fmt.Fprintf(spec.Progress, "  %-20s %s c=%-4d %5.1fs %10.0f ops/s  errors %d\n", spec.Target, label, spec.Clients,
 					now.Sub(start).Seconds(), float64(ops-lastOps)/now.Sub(last).Seconds(), rec.errs.Load())
 			}
 			lastOps, last = ops, now
@@ -182,7 +195,7 @@ loop:
 
 	rep := Report{
 		Target: spec.Target, Workload: spec.Workload, Clients: spec.Clients, DurationSec: elapsed.Seconds(),
-		Ops: rec.ops.Load(), Errors: rec.errs.Load(), FIFOViolations: -1, ServerPIDs: spec.PIDs,
+		Ops: rec.ops.Load(), Errors: rec.errs.Load(), FIFOViolations: -1, ServerPIDs: spec.PIDs, RatePerSec: spec.Rate,
 	}
 	rep.OpsPerSec = float64(rep.Ops) / elapsed.Seconds()
 	var all []time.Duration

@@ -78,29 +78,45 @@ func CloseAll(ls []Locker) {
 }
 
 // W1 is the uncontended workload: each client acquires and releases its
-// own key; one op is the pair.
+// own key; one op is the pair. Closed loop by default (the next pair as
+// soon as the last returns: peak throughput); with spec.Rate above 0 open
+// loop, each client on its Pacer's schedule.
 func W1(ctx context.Context, spec Spec, ls []Locker) Report {
 	prefix := fmt.Sprintf("bench-w1-%d-", time.Now().UnixNano())
+	// One start for every client's schedule, after they have all begun.
+	start := time.Now().Add(10 * time.Millisecond)
 	return Run(ctx, spec, func(ctx context.Context, id int, sh *Shard) {
 		key := prefix + fmt.Sprint(id)
 		l := ls[id]
+		if spec.Rate > 0 {
+			pacedPairs(ctx, realClock{}, NewPacer(start, id, spec.Clients, spec.Rate), l, key, sh)
+			return
+		}
 		for ctx.Err() == nil {
 			t0 := time.Now()
-			if _, err := l.Acquire(ctx, key, false); err != nil {
-				if ctx.Err() == nil {
-					sh.Fail(fmt.Errorf("acquire: %w", err))
-				}
-				continue
+			if pair(ctx, l, key, sh) {
+				sh.Done(time.Since(t0))
 			}
-			if err := l.Release(ctx, key); err != nil {
-				if ctx.Err() == nil {
-					sh.Fail(fmt.Errorf("release: %w", err))
-				}
-				continue
-			}
-			sh.Done(time.Since(t0))
 		}
 	})
+}
+
+// pair acquires and releases key, recording a failure (outside the end of
+// the run) on sh; it reports whether both calls succeeded.
+func pair(ctx context.Context, l Locker, key string, sh *Shard) bool {
+	if _, err := l.Acquire(ctx, key, false); err != nil {
+		if ctx.Err() == nil {
+			sh.Fail(fmt.Errorf("acquire: %w", err))
+		}
+		return false
+	}
+	if err := l.Release(ctx, key); err != nil {
+		if ctx.Err() == nil {
+			sh.Fail(fmt.Errorf("release: %w", err))
+		}
+		return false
+	}
+	return true
 }
 
 // W2 is the contended workload: every client blocks on ONE key, holds it

@@ -22,6 +22,7 @@ type Proc struct {
 	Name string
 	Dir  string // its working and data directory
 	Log  string // combined stdout and stderr
+	CPUs CPUSet // the CPUs it was started on (empty: unpinned)
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
@@ -32,6 +33,13 @@ func (p *Proc) PID() int { return p.cmd.Process.Pid }
 
 // Start runs bin with args, output to dir/<name>.log.
 func Start(name, dir, bin string, args ...string) (*Proc, error) {
+	return StartOn(nil, name, dir, bin, args...)
+}
+
+// StartOn is Start with the process pinned to cpus from its start (see
+// StartCmd); empty cpus: unpinned. Every server helper below takes cpus
+// the same way.
+func StartOn(cpus CPUSet, name, dir, bin string, args ...string) (*Proc, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -53,11 +61,11 @@ func Start(name, dir, bin string, args ...string) (*Proc, error) {
 	// Own process group, so a Ctrl-C of the bench reaches it only through
 	// Stop, and Stop can end the whole group (the JVM's helpers too).
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	if err := StartCmd(cmd, cpus); err != nil {
 		lf.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &Proc{Name: name, Dir: dir, Log: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &Proc{Name: name, Dir: dir, Log: logPath, CPUs: cpus, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		lf.Close()
@@ -186,6 +194,9 @@ func EnsureDebian(pkg string, check func() bool, logDir string) error {
 	if _, err := exec.LookPath("apt-get"); err != nil {
 		return fmt.Errorf("%s is not installed and there is no apt-get", pkg)
 	}
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
 	logPath := filepath.Join(logDir, "apt-"+pkg+".log")
 	lf, err := os.Create(logPath)
 	if err != nil {
@@ -219,7 +230,7 @@ func exists(path string) func() bool {
 // Redis starts redis-server on port with an append-only file, fsync'd on
 // every write (fsync=true: appendfsync always) or left to the OS
 // (appendfsync no). RDB snapshots are off in both.
-func Redis(ctx context.Context, dir string, port int, fsync bool) (*Proc, error) {
+func Redis(ctx context.Context, cpus CPUSet, dir string, port int, fsync bool) (*Proc, error) {
 	if err := EnsureDebian("redis-server", onPath("redis-server"), dir); err != nil {
 		return nil, err
 	}
@@ -227,7 +238,7 @@ func Redis(ctx context.Context, dir string, port int, fsync bool) (*Proc, error)
 	if fsync {
 		policy = "always"
 	}
-	p, err := Start("redis", dir, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+	p, err := StartOn(cpus, "redis", dir, "redis-server", "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", dir, "--save", "", "--appendonly", "yes", "--appendfsync", policy,
 		"--daemonize", "no", "--protected-mode", "yes", "--logfile", "")
 	if err != nil {
@@ -244,7 +255,7 @@ const zkJar = "/usr/share/java/zookeeper.jar"
 
 // ZooKeeper starts a standalone ZooKeeper from Debian's package (its
 // defaults: forceSync on, so every transaction is fsync'd).
-func ZooKeeper(ctx context.Context, dir string, port int) (*Proc, error) {
+func ZooKeeper(ctx context.Context, cpus CPUSet, dir string, port int) (*Proc, error) {
 	if err := EnsureDebian("zookeeper", exists(zkJar), dir); err != nil {
 		return nil, err
 	}
@@ -263,7 +274,7 @@ func ZooKeeper(ctx context.Context, dir string, port int) (*Proc, error) {
 	}
 	log4j := filepath.Join(dir, "log4j.properties")
 	_ = os.WriteFile(log4j, []byte("log4j.rootLogger=WARN, C\nlog4j.appender.C=org.apache.log4j.ConsoleAppender\nlog4j.appender.C.layout=org.apache.log4j.PatternLayout\nlog4j.appender.C.layout.ConversionPattern=%d %p %c: %m%n\n"), 0o644)
-	p, err := Start("zookeeper", dir, java, "-Xmx1g", "-Dzookeeper.admin.enableServer=false",
+	p, err := StartOn(cpus, "zookeeper", dir, java, "-Xmx1g", "-Dzookeeper.admin.enableServer=false",
 		"-Dlog4j.configuration=file:"+log4j, "-cp", zkJar+":"+dir,
 		"org.apache.zookeeper.server.ZooKeeperServerMain", cfg)
 	if err != nil {
@@ -328,10 +339,10 @@ func LastLines(s string, n int) string {
 
 // Etcd starts a single-node etcd (built by BuildEtcd) serving clients on
 // port and peers on port+1.
-func Etcd(ctx context.Context, bin, dir string, port int) (*Proc, error) {
+func Etcd(ctx context.Context, cpus CPUSet, bin, dir string, port int) (*Proc, error) {
 	client := fmt.Sprintf("http://127.0.0.1:%d", port)
 	peer := fmt.Sprintf("http://127.0.0.1:%d", port+1)
-	p, err := Start("etcd", dir, bin, "server", "--name", "bench", "--data-dir", filepath.Join(dir, "data"),
+	p, err := StartOn(cpus, "etcd", dir, bin, "server", "--name", "bench", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", "bench="+peer, "--log-level", "warn")
@@ -347,10 +358,10 @@ func Etcd(ctx context.Context, bin, dir string, port int) (*Proc, error) {
 
 // NacosLockd starts nacos-lockd on main port port with a fresh data dir
 // and returns once it is ready (/readyz).
-func NacosLockd(ctx context.Context, bin, dir string, port int, extra ...string) (*Proc, time.Duration, error) {
+func NacosLockd(ctx context.Context, cpus CPUSet, bin, dir string, port int, extra ...string) (*Proc, time.Duration, error) {
 	start := time.Now()
 	args := append([]string{"--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data"), "--log-level", "warn"}, extra...)
-	p, err := Start("nacos-lockd", dir, bin, args...)
+	p, err := StartOn(cpus, "nacos-lockd", dir, bin, args...)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -413,7 +424,7 @@ func Metric(url, name, labels string) (float64, error) {
 // main port port, standalone and auth off, and returns once its lock module
 // answers a lock call on the SDK port (port+1000): its JRaft group elects
 // itself some seconds after the server says it started.
-func NacosPeer(ctx context.Context, peerDir, dir string, port int, probe func(context.Context, string) error) (*Proc, error) {
+func NacosPeer(ctx context.Context, cpus CPUSet, peerDir, dir string, port int, probe func(context.Context, string) error) (*Proc, error) {
 	peerDir, err := filepath.Abs(peerDir)
 	if err != nil {
 		return nil, err
@@ -424,7 +435,7 @@ func NacosPeer(ctx context.Context, peerDir, dir string, port int, probe func(co
 			return nil, fmt.Errorf("build the Nacos peer (mvn package in %s): %w\n%s", peerDir, err, LastLines(string(out), 15))
 		}
 	}
-	p, err := Start("nacos-3.1", dir, "bash", filepath.Join(peerDir, "run-peer.sh"), strconv.Itoa(port), filepath.Join(dir, "home"))
+	p, err := StartOn(cpus, "nacos-3.1", dir, "bash", filepath.Join(peerDir, "run-peer.sh"), strconv.Itoa(port), filepath.Join(dir, "home"))
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ import (
 // runAB compares two nacos-lockd binaries (before and after a change) on
 // one workload point: both servers run side by side and the runs
 // alternate A B B A ..., so both see the same machine noise. It prints
-// every round and the median ratio B/A.
+// every round and the median ratio B/A. Pinned like the suite: both
+// servers on the server CPU, the load generator on the others.
 func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lock-bench ab", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -31,6 +32,8 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "warm-up per run")
 	extra := fs.String("server-args", "", "extra nacos-lockd flags for both, space-separated")
+	pin := fs.Bool("pin", true, "with 2 or more CPUs: both servers on the first CPU, this process on the others (false: all share every core)")
+	rate := fs.Float64("rate", 0, "w1: open loop at this many pairs/s in total (0: closed loop)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -44,6 +47,21 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if err := checkRate(*rate, *workload); err != nil {
+		return err
+	}
+	plan, err := peers.PlanPinning(*pin)
+	if err != nil {
+		return err
+	}
+	if err := peers.PinSelf(plan.Client); err != nil {
+		return fmt.Errorf("pin the load generator: %w", err)
+	}
+	mode := "closed loop"
+	if *rate > 0 {
+		mode = fmt.Sprintf("open loop at %g ops/s", *rate)
+	}
+	fmt.Fprintf(stdout, "ab: %s; %s\n", plan, mode)
 	work, err := os.MkdirTemp("", "nacos-lock-bench-ab-")
 	if err != nil {
 		return err
@@ -64,11 +82,16 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		s.addr = fmt.Sprintf("127.0.0.1:%d", port)
-		s.proc, _, err = peers.NacosLockd(ctx, s.bin, filepath.Join(work, s.name), port, xargs...)
+		s.proc, _, err = peers.NacosLockd(ctx, plan.Server, s.bin, filepath.Join(work, s.name), port, xargs...)
 		if err != nil {
 			return fmt.Errorf("start %s (%s): %w", s.name, s.bin, err)
 		}
 		defer s.proc.Stop(20 * time.Second)
+		if len(plan.Server) > 0 {
+			if err := peers.CheckAffinity(s.proc.PID(), plan.Server); err != nil {
+				fmt.Fprintf(stderr, "ab: %s pinning not confirmed: %v\n", s.name, err)
+			}
+		}
 	}
 	for _, c := range counts {
 		var ops, p50, p99, cpu []float64
@@ -80,7 +103,7 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			got := map[string]load.Report{}
 			for _, s := range order {
 				o := options{target: "nacos", server: s.addr, workload: *workload, clients: c, duration: *duration,
-					warmup: *warmup, lease: 30000, pid: s.proc.PID()}
+					warmup: *warmup, lease: 30000, pid: s.proc.PID(), rate: *rate}
 				reps, err := runOne(ctx, o, nil)
 				if err != nil {
 					return fmt.Errorf("%s c=%d: %w", s.name, c, err)

@@ -71,7 +71,12 @@ func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report,
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	pids := []int{s.procs[t].PID()}
 	cpu0, t0 := load.CPUSeconds(pids), time.Now()
-	if err := cmd.Run(); err != nil {
+	// The JVM client is load generator: on its CPUs.
+	err := peers.StartCmd(cmd, s.pin.Client)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	if err != nil {
 		return load.Report{}, fmt.Errorf("BenchGen1Main: %w\n%s", err, peers.LastLines(errOut.String(), 10))
 	}
 	cpu := load.CPUSeconds(pids) - cpu0

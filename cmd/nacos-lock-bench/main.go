@@ -3,9 +3,10 @@
 // server's CPU and RSS. Against nacos-lockd it speaks the real Nacos gRPC
 // protocol.
 //
-//	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--json] [--plot out.png]
-//	nacos-lock-bench suite [--quick] [--peers ...]   # make bench: nacos-lockd beside its peers, a table of ratios
-//	nacos-lock-bench smoke                           # make bench-smoke: W1 and W2, correctness counters only
+//	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--rate 1500] [--json] [--plot out.png]
+//	nacos-lock-bench suite [--quick] [--targets ...] [--pin=false] [--rates 1500]   # make bench: nacos-lockd beside its peers, a table of ratios
+//	nacos-lock-bench ab --b other/nacos-lockd [--rate 1500]                         # make bench-ab: before/after, alternating
+//	nacos-lock-bench smoke                                                          # make bench-smoke: W1 and W2, correctness counters only
 //
 // Workloads:
 //
@@ -86,6 +87,10 @@ type options struct {
 	renewEvery time.Duration
 	w1Clients  int // w5: clients of the W1 run beside the renewals
 	quiet      bool
+	rate       float64      // w1: open loop at this many pairs/s in total (0: closed loop)
+	serverCPUs peers.CPUSet // servers this run starts (--spawn, raft-noop): pinned here from their start
+	clientCPUs peers.CPUSet // this process (the load generator), every thread
+	self       string       // this binary, for the raft-noop child (default: os.Executable)
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -105,6 +110,28 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.renewEvery, "renew-every", 10*time.Second, "w5: renew period of each held lock (the Java watchdog's)")
 	fs.IntVar(&o.w1Clients, "w1-clients", 16, "w5: clients of the W1 run measured with and without the renewals")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress lines")
+	fs.Float64Var(&o.rate, "rate", 0, "w1: open loop, this many pairs/s in total spread evenly over the clients; latency from each pair's scheduled start (0: closed loop)")
+	fs.Func("server-cpus", "pin the servers this run starts (--spawn, raft-noop as a child process) to these CPUs from their start, e.g. 0", cpuFlag(&o.serverCPUs))
+	fs.Func("client-cpus", "pin this process (the load generator, every thread) to these CPUs, e.g. 1-3", cpuFlag(&o.clientCPUs))
+}
+
+func cpuFlag(dst *peers.CPUSet) func(string) error {
+	return func(v string) error {
+		s, err := peers.ParseCPUSet(v)
+		*dst = s
+		return err
+	}
+}
+
+// checkRate rejects --rate where open loop is not defined.
+func checkRate(rate float64, workload string) error {
+	switch {
+	case rate < 0:
+		return errors.New("--rate must not be negative")
+	case rate > 0 && workload != "w1":
+		return fmt.Errorf("--rate is for w1 (a contended queue has no schedule of its own), not %s", workload)
+	}
+	return nil
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -123,6 +150,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if ok, why := supports(o.target, o.workload); !ok {
 		return fmt.Errorf("%s cannot run %s: %s", o.target, o.workload, why)
+	}
+	if err := checkRate(o.rate, o.workload); err != nil {
+		return err
+	}
+	if err := peers.PinSelf(o.clientCPUs); err != nil {
+		return fmt.Errorf("--client-cpus: %w", err)
 	}
 	var progress io.Writer = stderr
 	if o.quiet {
@@ -154,9 +187,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runOne runs o.workload against o.target and returns its report(s) (w3
 // gives one per lock count).
 func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, error) {
-	spec := load.Spec{Target: o.target, Workload: o.workload, Clients: o.clients, Warmup: o.warmup, Duration: o.duration, Progress: progress}
+	spec := load.Spec{Target: o.target, Workload: o.workload, Clients: o.clients, Warmup: o.warmup, Duration: o.duration, Rate: o.rate, Progress: progress}
 	switch o.target {
 	case "raft-noop":
+		if len(o.serverCPUs) > 0 {
+			rep, err := raftNoopChild(ctx, o, progress)
+			return []load.Report{rep}, err
+		}
 		dir, err := os.MkdirTemp("", "raft-noop-")
 		if err != nil {
 			return nil, err
@@ -252,6 +289,7 @@ type nacosSrv struct {
 	metrics  string
 	proc     *peers.Proc // nil when external
 	bin, dir string
+	cpus     peers.CPUSet // spawned: pinned there
 	extPID   int
 	keep     bool // external: leave alone
 }
@@ -278,8 +316,8 @@ func nacosServer(ctx context.Context, o options) (*nacosSrv, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.bin, s.dir = o.spawn, dir
-	s.proc, _, err = peers.NacosLockd(ctx, o.spawn, dir, mainPort)
+	s.bin, s.dir, s.cpus = o.spawn, dir, o.serverCPUs
+	s.proc, _, err = peers.NacosLockd(ctx, s.cpus, o.spawn, dir, mainPort)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -306,7 +344,7 @@ func (s *nacosSrv) restart(ctx context.Context, between func() error) (time.Dura
 			return 0, err
 		}
 	}
-	p, took, err := peers.NacosLockd(ctx, s.bin, s.dir, s.mainPort)
+	p, took, err := peers.NacosLockd(ctx, s.cpus, s.bin, s.dir, s.mainPort)
 	if err != nil {
 		return 0, err
 	}
@@ -325,7 +363,11 @@ func (s *nacosSrv) dataDir() string { return filepath.Join(s.dir, "data") }
 
 func printReport(w io.Writer, r load.Report) {
 	fmt.Fprintf(w, "%s %s  clients %d  duration %.1fs\n", r.Target, r.Workload, r.Clients, r.DurationSec)
-	fmt.Fprintf(w, "  ops/s %.0f  (ops %d, errors %d)\n", r.OpsPerSec, r.Ops, r.Errors)
+	if r.RatePerSec > 0 {
+		fmt.Fprintf(w, "  open loop at %g ops/s scheduled: achieved %.0f ops/s  (ops %d, errors %d)\n", r.RatePerSec, r.OpsPerSec, r.Ops, r.Errors)
+	} else {
+		fmt.Fprintf(w, "  ops/s %.0f  (ops %d, errors %d)\n", r.OpsPerSec, r.Ops, r.Errors)
+	}
 	if r.Ops > 0 {
 		fmt.Fprintf(w, "  latency p50 %.3f ms  p99 %.3f ms  p999 %.3f ms\n", r.P50Ms, r.P99Ms, r.P999Ms)
 	}

@@ -30,7 +30,7 @@ import (
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	quick := fs.Bool("quick", false, "short runs (3 s), fewer points, W3 at 100k only: a check that everything works")
+	quick := fs.Bool("quick", false, "short runs (3 s), fewer points, W3 at 100k only: a check that everything works (flags given explicitly win)")
 	targetsFlag := fs.String("targets", "nacos-lockd,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
 		"targets to run; peers that cannot be installed are skipped with a message")
 	javaModule := fs.String("java-module", "interop/java/versions/diff", "nacos-lockd-java, nacos-3.1: the interop/java module whose client BenchGen1Main runs with (nacos-client 3.1.0)")
@@ -45,6 +45,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	w1Clients := fs.String("w1-clients", "1,16,64,256", "W1 client counts")
 	w2Clients := fs.String("w2-clients", "2,16,64", "W2 client counts")
 	rounds := fs.Int("rounds", 1, "repeat every W1/W2 point this many times (targets interleaved); ratios use the median")
+	pin := fs.Bool("pin", true, "with 2 or more CPUs: every server on the first CPU, this process and its client processes on the others (false: all share every core)")
+	ratesFlag := fs.String("rates", "1500", "W1 c=64 open-loop points, pairs/s in total, comma-separated (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -52,9 +54,25 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if *quick {
-		*duration, *warmup = 3*time.Second, time.Second
-		*w3Locks = "100000"
-		*w1Clients, *w2Clients = "1,64", "16"
+		// Shorter defaults; flags given explicitly still win.
+		given := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+		for name, v := range map[string]string{"duration": "3s", "warmup": "1s", "w3-locks": "100000", "w1-clients": "1,64", "w2-clients": "16"} {
+			if !given[name] {
+				_ = fs.Set(name, v)
+			}
+		}
+	}
+	rates, err := parseRates(*ratesFlag)
+	if err != nil {
+		return err
+	}
+	plan, err := peers.PlanPinning(*pin)
+	if err != nil {
+		return err
+	}
+	if err := peers.PinSelf(plan.Client); err != nil {
+		return fmt.Errorf("pin the load generator: %w", err)
 	}
 	targets := strings.Split(*targetsFlag, ",")
 	wl := map[string]bool{}
@@ -78,9 +96,10 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	s := &suite{stdout: stdout, stderr: stderr, work: work, self: self, lockd: lockdBin, duration: *duration, warmup: *warmup,
-		javaModule: *javaModule, nacosPeer: *nacosPeer}
+		javaModule: *javaModule, nacosPeer: *nacosPeer, pin: plan}
 	defer s.stopAll()
 
+	fmt.Fprintf(stderr, "== %s\n", plan)
 	fmt.Fprintf(stderr, "== starting servers in %s\n", work)
 	for _, t := range targets {
 		if err := s.start(ctx, t, *etcdModule); err != nil {
@@ -88,6 +107,33 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	var reps []load.Report
+	// runPoint runs one point against every target that can run it.
+	runPoint := func(w string, c int, rate float64, first bool) error {
+		for _, t := range targets {
+			if s.skipped[t] != "" {
+				continue
+			}
+			if ok, why := supports(t, w); !ok {
+				if first {
+					fmt.Fprintf(stderr, "-- %s %s: not applicable (%s)\n", t, w, why)
+				}
+				continue
+			}
+			if rate > 0 && isJavaTarget(t) {
+				continue // BenchGen1Main has no open-loop mode
+			}
+			rep, err := s.point(ctx, t, w, c, rate)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "-- %s %s c=%d failed: %v\n", t, w, c, err)
+				continue
+			}
+			reps = append(reps, rep)
+		}
+		return nil
+	}
 	if wl["w1"] || wl["w2"] {
 		for round := range *rounds {
 			for _, w := range []string{"w1", "w2"} {
@@ -103,25 +149,16 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					return err
 				}
 				for _, c := range counts {
-					for _, t := range targets {
-						if s.skipped[t] != "" {
-							continue
-						}
-						if ok, why := supports(t, w); !ok {
-							if round == 0 && c == counts[0] {
-								fmt.Fprintf(stderr, "-- %s %s: not applicable (%s)\n", t, w, why)
-							}
-							continue
-						}
-						rep, err := s.point(ctx, t, w, c)
-						if ctx.Err() != nil {
-							return ctx.Err()
-						}
-						if err != nil {
-							fmt.Fprintf(stderr, "-- %s %s c=%d failed: %v\n", t, w, c, err)
-							continue
-						}
-						reps = append(reps, rep)
+					if err := runPoint(w, c, 0, round == 0 && c == counts[0]); err != nil {
+						return err
+					}
+				}
+				if w != "w1" {
+					continue
+				}
+				for _, rate := range rates {
+					if err := runPoint(w, 64, rate, false); err != nil {
+						return err
 					}
 				}
 			}
@@ -139,7 +176,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			}
 			o := options{target: "nacos", server: fmt.Sprintf("127.0.0.1:%d", port), workload: w, clients: 64,
 				duration: s.duration, warmup: s.warmup, lease: 30000, spawn: lockdBin, churnLease: 5000,
-				renewEvery: 10 * time.Second, w1Clients: 16}
+				renewEvery: 10 * time.Second, w1Clients: 16, serverCPUs: plan.Server}
 			switch w {
 			case "w3":
 				o.locks = *w3Locks
@@ -167,7 +204,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s.stopAll()
 
 	machine := machineLine()
-	table := ratioTable(reps, targets, s.skipped, machine, *rounds)
+	table := ratioTable(reps, targets, s.skipped, tableMeta{machine: machine, rounds: *rounds, pin: plan})
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, table)
 	if err := os.WriteFile(filepath.Join(*out, "table.md"), []byte(table), 0o644); err != nil {
@@ -175,15 +212,16 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	b, _ := json.MarshalIndent(struct {
 		Machine string            `json:"machine"`
+		Pinning string            `json:"pinning"`
 		Skipped map[string]string `json:"skipped"`
 		Reports []load.Report     `json:"reports"`
-	}{machine, s.skipped, reps}, "", "  ")
+	}{machine, plan.String(), s.skipped, reps}, "", "  ")
 	if err := os.WriteFile(filepath.Join(*out, "results.json"), b, 0o644); err != nil {
 		return err
 	}
 	var w1 []load.Report
 	for _, r := range reps {
-		if r.Workload == "w1" && r.Clients == 64 {
+		if r.Workload == "w1" && r.Clients == 64 && r.RatePerSec == 0 {
 			w1 = append(w1, r)
 		}
 	}
@@ -207,6 +245,7 @@ type suite struct {
 	javaModule        string // see java.go
 	nacosPeer         string
 	javaCP            string // built on first use
+	pin               peers.Pinning
 }
 
 func (s *suite) skip(t string, err error) {
@@ -227,7 +266,14 @@ func (s *suite) started(t, addr string, p *peers.Proc) {
 		s.skipped = map[string]string{}
 	}
 	s.procs[t], s.addrs[t] = p, addr
-	fmt.Fprintf(s.stderr, "   %s on %s\n", t, addr)
+	where := ""
+	if p != nil && len(p.CPUs) > 0 {
+		where = fmt.Sprintf(" (pid %d, CPU %s)", p.PID(), p.CPUs)
+		if err := peers.CheckAffinity(p.PID(), p.CPUs); err != nil {
+			where += ": pinning NOT confirmed: " + err.Error()
+		}
+	}
+	fmt.Fprintf(s.stderr, "   %s on %s%s\n", t, addr, where)
 }
 
 func (s *suite) stopAll() {
@@ -248,7 +294,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	switch t {
 	case "nacos-lockd":
-		p, _, err := peers.NacosLockd(sctx, s.lockd, dir, port)
+		p, _, err := peers.NacosLockd(sctx, s.pin.Server, s.lockd, dir, port)
 		if err != nil {
 			return err
 		}
@@ -267,25 +313,25 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			s.etcdBin = bin
 		}
 		// One etcd per target, so each starts from an empty store.
-		p, err := peers.Etcd(sctx, s.etcdBin, dir, port)
+		p, err := peers.Etcd(sctx, s.pin.Server, s.etcdBin, dir, port)
 		if err != nil {
 			return err
 		}
 		s.started(t, addr, p)
 	case "redis-fsync-always", "redis-fsync-off":
-		p, err := peers.Redis(sctx, dir, port, t == "redis-fsync-always")
+		p, err := peers.Redis(sctx, s.pin.Server, dir, port, t == "redis-fsync-always")
 		if err != nil {
 			return err
 		}
 		s.started(t, addr, p)
 	case "zookeeper":
-		p, err := peers.ZooKeeper(sctx, dir, port)
+		p, err := peers.ZooKeeper(sctx, s.pin.Server, dir, port)
 		if err != nil {
 			return err
 		}
 		s.started(t, addr, p)
 	case "grpc-noop":
-		p, err := peers.Start("grpc-noop", dir, s.self, "serve-noop", "--addr", addr)
+		p, err := peers.StartOn(s.pin.Server, "grpc-noop", dir, s.self, "serve-noop", "--addr", addr)
 		if err != nil {
 			return err
 		}
@@ -294,7 +340,11 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 		}
 		s.started(t, addr, p)
 	case "raft-noop":
-		s.started(t, "in-process", nil)
+		where := "in-process"
+		if s.pin.Pinned() {
+			where = fmt.Sprintf("a child process per point, CPU %s (its callers in-process)", s.pin.Server)
+		}
+		s.started(t, where, nil)
 		delete(s.procs, t)
 	case "nacos-lockd-java", "nacos-3.1":
 		if s.javaCP == "" {
@@ -306,7 +356,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			s.javaCP = cp
 		}
 		if t == "nacos-lockd-java" {
-			p, _, err := peers.NacosLockd(sctx, s.lockd, dir, port)
+			p, _, err := peers.NacosLockd(sctx, s.pin.Server, s.lockd, dir, port)
 			if err != nil {
 				return err
 			}
@@ -314,7 +364,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			return nil
 		}
 		fmt.Fprintf(s.stderr, "   starting a real Nacos 3.1.0 (%s; first time: Maven fetches it)\n", s.nacosPeer)
-		p, err := peers.NacosPeer(sctx, s.nacosPeer, dir, port, probeLock)
+		p, err := peers.NacosPeer(sctx, s.pin.Server, s.nacosPeer, dir, port, probeLock)
 		if err != nil {
 			return err
 		}
@@ -325,8 +375,8 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 	return nil
 }
 
-// point runs one workload point against one target.
-func (s *suite) point(ctx context.Context, t, w string, c int) (load.Report, error) {
+// point runs one workload point against one target (rate > 0: open loop).
+func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (load.Report, error) {
 	if isJavaTarget(t) {
 		return s.javaPoint(ctx, t, w, c)
 	}
@@ -337,8 +387,15 @@ func (s *suite) point(ctx context.Context, t, w string, c int) (load.Report, err
 		cmd := exec.CommandContext(pctx, s.etcdBin, "bench", "--target", t, "--server", s.addrs[t], "--workload", w,
 			"--clients", strconv.Itoa(c), "--duration", s.duration.String(), "--warmup", s.warmup.String(), "--json",
 			"--pid", strconv.Itoa(s.procs[t].PID()))
+		if rate > 0 {
+			cmd.Args = append(cmd.Args, "--rate", strconv.FormatFloat(rate, 'g', -1, 64))
+		}
 		cmd.Stdout, cmd.Stderr = &out, s.stderr
-		if err := cmd.Run(); err != nil {
+		// The etcd client process is load generator: on its CPUs.
+		if err := peers.StartCmd(cmd, s.pin.Client); err != nil {
+			return load.Report{}, err
+		}
+		if err := cmd.Wait(); err != nil {
 			return load.Report{}, err
 		}
 		var rep load.Report
@@ -347,7 +404,8 @@ func (s *suite) point(ctx context.Context, t, w string, c int) (load.Report, err
 		}
 		return rep, nil
 	}
-	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.warmup, lease: 30000}
+	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.warmup, lease: 30000,
+		rate: rate, serverCPUs: s.pin.Server, self: s.self}
 	switch t {
 	case "nacos-lockd":
 		o.target = "nacos"
@@ -391,200 +449,6 @@ func machineLine() string {
 	}
 	return fmt.Sprintf("%d cores (%s)%s, %s/%s, %s%s; client and servers on the same machine, loopback",
 		runtime.NumCPU(), cpu, mem, runtime.GOOS, runtime.GOARCH, time.Now().UTC().Format("2006-01-02"), load1)
-}
-
-// median of a metric over the reports of one (target, workload, clients)
-// point.
-func pick(reps []load.Report, t, w string, c int, f func(load.Report) float64) (float64, bool) {
-	var v []float64
-	for _, r := range reps {
-		if r.Target == t && r.Workload == w && r.Clients == c && r.Ops > 0 {
-			v = append(v, f(r))
-		}
-	}
-	if len(v) == 0 {
-		return 0, false
-	}
-	slices.Sort(v)
-	return v[len(v)/2], true
-}
-
-func ratioTable(reps []load.Report, targets []string, skipped map[string]string, machine string, rounds int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Machine: %s. Ratios are nacos-lockd / peer from one run", machine)
-	if rounds > 1 {
-		fmt.Fprintf(&b, " (median of %d interleaved rounds)", rounds)
-	}
-	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two empty gRPC round trips per pair, raft-noop = two raw dragonboat proposals per pair (no-op state machine, in-process).\n\n")
-	peersOf := []string{}
-	for _, t := range targets {
-		if t != "nacos-lockd" && !isJavaTarget(t) {
-			peersOf = append(peersOf, t)
-		}
-	}
-	b.WriteString("| workload | metric | nacos-lockd |")
-	for _, p := range peersOf {
-		fmt.Fprintf(&b, " / %s |", p)
-	}
-	b.WriteString("\n|---|---|---|")
-	for range peersOf {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
-	points := map[string][]int{}
-	for _, r := range reps {
-		if (r.Workload == "w1" || r.Workload == "w2") && !slices.Contains(points[r.Workload], r.Clients) {
-			points[r.Workload] = append(points[r.Workload], r.Clients)
-		}
-	}
-	ops := func(r load.Report) float64 { return r.OpsPerSec }
-	p50 := func(r load.Report) float64 { return r.P50Ms }
-	p99 := func(r load.Report) float64 { return r.P99Ms }
-	for _, w := range []string{"w1", "w2"} {
-		slices.Sort(points[w])
-		for _, c := range points[w] {
-			unit := "pairs/s"
-			if w == "w2" {
-				unit = "hand-offs/s"
-			}
-			row := func(metric string, f func(load.Report) float64, inverse bool) {
-				own, ok := pick(reps, "nacos-lockd", w, c, f)
-				if !ok {
-					return
-				}
-				fmt.Fprintf(&b, "| %s c=%d | %s | %s |", strings.ToUpper(w), c, metric, fmtSig(own))
-				for _, p := range peersOf {
-					v, ok := pick(reps, p, w, c, f)
-					switch {
-					case skipped[p] != "":
-						b.WriteString(" skipped |")
-					case !ok || v == 0 || own == 0:
-						b.WriteString(" n/a |")
-					case inverse:
-						fmt.Fprintf(&b, " %.2fx |", v/own)
-					default:
-						fmt.Fprintf(&b, " %.2fx |", own/v)
-					}
-				}
-				b.WriteString("\n")
-			}
-			row(unit, ops, false)
-			row("p50 ms (ratio peer/ours)", p50, true)
-			row("p99 ms (ratio peer/ours)", p99, true)
-		}
-	}
-	// FIFO and errors.
-	var fifo, checked, errs int64
-	for _, r := range reps {
-		if r.Target == "nacos-lockd" {
-			errs += r.Errors
-			if r.Workload == "w2" && r.FIFOViolations >= 0 {
-				fifo += r.FIFOViolations
-				checked += r.FIFOChecked
-			}
-		}
-	}
-	fmt.Fprintf(&b, "\nnacos-lockd W2 FIFO violations: %d of %d grants checked; nacos-lockd errors across the run: %d.\n", fifo, checked, errs)
-	b.WriteString("The nacos-lockd column holds its own figure (ops/s or ms); p50/p99 ratios are peer latency / ours, so above 1 means ours is lower. Redis has no wait queue: its W2 clients retry every millisecond.\n")
-	b.WriteString(javaTable(reps, skipped))
-	// W3-W5.
-	var extra []string
-	for _, r := range reps {
-		if r.Target != "nacos-lockd" || r.Extra == nil {
-			continue
-		}
-		e := r.Extra
-		switch r.Workload {
-		case "w3":
-			extra = append(extra, fmt.Sprintf("| W3 %s locks held | RSS %s MiB (%s B/lock over idle; Go heap %s B/lock); snapshot %s MiB (%s B/lock), export %s s; restart to ready %s s, %s locks after restart; acquire rate %.0f/s | 1M in < 1 GiB RSS; restart < 10 s |",
-				fmtSig(e["locks"]), fmtSig(e["rssHeldMiB"]), fmtSig(e["rssBytesPerLock"]), fmtSig(e["heapInuseBytesPerLock"]),
-				fmtSig(e["snapshotBytes"]/(1<<20)), fmtSig(e["snapshotBytesPerLock"]), fmtSig(e["snapshotExportSeconds"]),
-				fmtSig(e["restartToReadySeconds"]), fmtSig(e["locksHeldAfterRestart"]), r.OpsPerSec))
-		case "w4":
-			extra = append(extra, fmt.Sprintf("| W4 %s leases of %s ms | expiry lateness p50 %s ms, p99 %s ms, max %s ms; %s expired; after the last acquire the server used %s cores for %s s (%s µs CPU per expiry) | - |",
-				fmtSig(e["locks"]), fmtSig(e["leaseMs"]), fmtSig(e["expiryLatenessP50Ms"]), fmtSig(e["expiryLatenessP99Ms"]), fmtSig(e["expiryLatenessMaxMs"]),
-				fmtSig(e["expired"]), fmtSig(e["serverCoresAfterAcquires"]), fmtSig(e["reaperTailSeconds"]), fmtSig(e["serverCpuUsPerExpiry"])))
-		case "w5":
-			extra = append(extra, fmt.Sprintf("| W5 %s locks renewed every %s s | %.0f renews/s cost %s%% of one core (%s µs per renew); W1 c=%s beside it: p50 x%s, p99 x%s, pairs/s x%s of W1 alone | < 5%% of one core |",
-				fmtSig(e["heldLocks"]), fmtSig(e["renewEverySeconds"]), r.OpsPerSec, fmtSig(e["renewCostPctOfOneCore"]), fmtSig(e["cpuUsPerRenew"]),
-				fmtSig(e["w1Clients"]), fmtSig(e["w1P50MsWithRenews"]/e["w1P50MsAlone"]), fmtSig(e["w1P99MsWithRenews"]/e["w1P99MsAlone"]),
-				fmtSig(e["w1PairsPerSecWithRenews"]/e["w1PairsPerSecAlone"])))
-		}
-	}
-	if len(extra) > 0 {
-		b.WriteString("\n| nacos-lockd alone | measured | target |\n|---|---|---|\n")
-		for _, l := range extra {
-			b.WriteString(l + "\n")
-		}
-	}
-	// The issue's targets, checked.
-	b.WriteString("\nTargets (issue 9):\n\n")
-	check := func(name string, ok, known bool, detail string) {
-		switch {
-		case !known:
-			fmt.Fprintf(&b, "- %s: not measured in this run\n", name)
-		case !ok:
-			fmt.Fprintf(&b, "- %s: NOT MET (%s)\n", name, detail)
-		default:
-			fmt.Fprintf(&b, "- %s: MET (%s)\n", name, detail)
-		}
-	}
-	ratio := func(w string, c int, peer string) (float64, bool) {
-		own, ok1 := pick(reps, "nacos-lockd", w, c, ops)
-		v, ok2 := pick(reps, peer, w, c, ops)
-		if !ok1 || !ok2 || v == 0 {
-			return math.NaN(), false
-		}
-		return own / v, true
-	}
-	bestEtcd := func(w string, c int) (float64, bool) {
-		a, oka := ratio(w, c, "etcd-mutex")
-		bb, okb := ratio(w, c, "etcd-v3lock")
-		switch {
-		case oka && okb:
-			return math.Min(a, bb), true
-		case oka:
-			return a, true
-		}
-		return bb, okb
-	}
-	r, ok := bestEtcd("w1", 64)
-	check("W1 c=64 >= 3x etcd", r >= 3, ok, fmt.Sprintf("%.2fx the faster etcd", r))
-	r, ok = ratio("w1", 64, "redis-fsync-always")
-	check("W1 c=64 >= 0.7x Redis fsync always", r >= 0.7, ok, fmt.Sprintf("%.2fx", r))
-	r, ok = ratio("w1", 64, "grpc-noop")
-	check("W1 c=64 >= 0.5x the empty-gRPC pair ceiling", r >= 0.5, ok, fmt.Sprintf("%.2fx", r))
-	p, okp := pick(reps, "nacos-lockd", "w1", 1, p50)
-	np, _ := pick(reps, "grpc-noop", "w1", 1, p50)
-	check("W1 c=1 p50 pair latency <= 1 ms", p <= 1, okp, fmt.Sprintf("%.3f ms; the empty-gRPC pair p50 beside it %.3f ms", p, np))
-	r, ok = bestEtcd("w1", 1)
-	check("W1 c=1 >= 2x etcd pairs/s", r >= 2, ok, fmt.Sprintf("%.2fx", r))
-	r, ok = bestEtcd("w2", 16)
-	check("W2 c=16 >= 6x etcd hand-offs/s", r >= 6, ok, fmt.Sprintf("%.2fx", r))
-	r, ok = ratio("w2", 16, "zookeeper")
-	check("W2 c=16 >= 2x ZooKeeper hand-offs/s", r >= 2, ok, fmt.Sprintf("%.2fx", r))
-	check("W2 FIFO violations 0", fifo == 0, checked > 0, fmt.Sprintf("%d of %d", fifo, checked))
-	for _, rr := range reps {
-		if rr.Target == "nacos-lockd" && rr.Workload == "w3" && rr.Extra["locks"] >= 1e6 {
-			check("W3 1M held locks in < 1 GiB RSS", rr.Extra["rssHeldMiB"] < 1024, true, fmt.Sprintf("%.0f MiB", rr.Extra["rssHeldMiB"]))
-			if v, ok := rr.Extra["restartToReadySeconds"]; ok {
-				check("W3 restart to ready < 10 s with 1M locks", v < 10, true, fmt.Sprintf("%.2f s", v))
-			}
-		}
-		if rr.Target == "nacos-lockd" && rr.Workload == "w5" {
-			v := rr.Extra["renewCostPctOfOneCore"]
-			check("W5 10k renewing holders < 5% of one core", v < 5, true, fmt.Sprintf("%.1f%%", v))
-		}
-	}
-	if len(skipped) > 0 {
-		b.WriteString("\nSkipped:\n\n")
-		for _, t := range targets {
-			if why := skipped[t]; why != "" {
-				fmt.Fprintf(&b, "- %s: %s\n", t, why)
-			}
-		}
-	}
-	return b.String()
 }
 
 func fmtSig(v float64) string {

@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +28,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
@@ -286,6 +292,51 @@ func startRaftNoop(ctx context.Context, dir string, port int) (*raftNoop, error)
 		Key: "bench-w1-1234567890-12", Owner: "bench-12-1234567890123456789", ConnID: "1700000000000_127.0.0.1_54321_1",
 		LeaseMs: 30000}.Encode()
 	return &raftNoop{nh: nh, session: func() *client.Session { return nh.GetNoOPSession(1) }, cmd: cmd, dir: dir}, nil
+}
+
+// raftNoopChild runs a raft-noop point in a child process of this binary
+// started on o.serverCPUs, so the dragonboat node is pinned like every
+// other server. Its callers are in-process, so they run on those CPUs too
+// and its CPU per op includes them.
+func raftNoopChild(ctx context.Context, o options, progress io.Writer) (load.Report, error) {
+	self := o.self
+	if self == "" {
+		var err error
+		if self, err = os.Executable(); err != nil {
+			return load.Report{}, err
+		}
+	}
+	args := []string{"--target", "raft-noop", "--workload", o.workload, "--clients", strconv.Itoa(o.clients),
+		"--duration", o.duration.String(), "--warmup", o.warmup.String(), "--lease", strconv.FormatInt(o.lease, 10), "--json"}
+	if o.rate > 0 {
+		args = append(args, "--rate", strconv.FormatFloat(o.rate, 'g', -1, 64))
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, self, args...)
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if progress != nil {
+		cmd.Stderr = io.MultiWriter(&errOut, progress)
+	} else {
+		cmd.Args = append(cmd.Args, "--quiet")
+	}
+	if err := peers.StartCmd(cmd, o.serverCPUs); err != nil {
+		return load.Report{}, fmt.Errorf("raft-noop child: %w", err)
+	}
+	pinErr := peers.CheckAffinity(cmd.Process.Pid, o.serverCPUs)
+	if err := cmd.Wait(); err != nil {
+		return load.Report{}, fmt.Errorf("raft-noop child: %w\n%s", err, peers.LastLines(errOut.String(), 10))
+	}
+	var rep load.Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		return load.Report{}, fmt.Errorf("raft-noop child report: %w", err)
+	}
+	// The child's own "in-process" note says the same of the child.
+	rep.Notes = slices.DeleteFunc(rep.Notes, func(n string) bool { return strings.HasPrefix(n, "in-process:") })
+	rep.Notes = append(rep.Notes, fmt.Sprintf("a child process pinned to CPU %s: CPU and RSS are the child's, its in-process callers included", o.serverCPUs))
+	if pinErr != nil {
+		rep.Notes = append(rep.Notes, "pinning not confirmed: "+pinErr.Error())
+	}
+	return rep, nil
 }
 
 func (r *raftNoop) close() {

@@ -1,0 +1,375 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
+)
+
+// tableMeta is what the table says about a run besides its reports.
+type tableMeta struct {
+	machine string
+	rounds  int
+	pin     peers.Pinning
+}
+
+// parseRates reads --rates: open-loop totals in ops/s ("" for none).
+func parseRates(s string) ([]float64, error) {
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			return nil, fmt.Errorf("--rates %q: want positive rates in ops/s", s)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// pickAt is the median of a metric over the reports of one (target,
+// workload, clients, rate) point; rate 0 is the closed-loop point.
+func pickAt(reps []load.Report, t, w string, c int, rate float64, f func(load.Report) float64) (float64, bool) {
+	var v []float64
+	for _, r := range reps {
+		if r.Target == t && r.Workload == w && r.Clients == c && r.RatePerSec == rate && r.Ops > 0 {
+			v = append(v, f(r))
+		}
+	}
+	if len(v) == 0 {
+		return 0, false
+	}
+	slices.Sort(v)
+	return v[len(v)/2], true
+}
+
+// pick is pickAt for the closed-loop point.
+func pick(reps []load.Report, t, w string, c int, f func(load.Report) float64) (float64, bool) {
+	return pickAt(reps, t, w, c, 0, f)
+}
+
+// The open-loop rates W1 c=64 ran at, ascending.
+func ratesIn(reps []load.Report) []float64 {
+	var out []float64
+	for _, r := range reps {
+		if r.Workload == "w1" && r.Clients == 64 && r.RatePerSec > 0 && !slices.Contains(out, r.RatePerSec) {
+			out = append(out, r.RatePerSec)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+var (
+	mOps = func(r load.Report) float64 { return r.OpsPerSec }
+	mP50 = func(r load.Report) float64 { return r.P50Ms }
+	mP99 = func(r load.Report) float64 { return r.P99Ms }
+	mCPU = func(r load.Report) float64 { return r.ServerCPUPerOp }
+	mRSS = func(r load.Report) float64 { return r.ServerRSSMiB }
+)
+
+func ratioTable(reps []load.Report, targets []string, skipped map[string]string, meta tableMeta) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Machine: %s.\n\nPinning: %s.", meta.machine, meta.pin)
+	if slices.Contains(targets, "raft-noop") {
+		if meta.pin.Pinned() {
+			b.WriteString(" raft-noop runs as a child process on the servers' CPU with its callers in-process, so its CPU and RSS include the callers.")
+		} else {
+			b.WriteString(" raft-noop runs inside the bench process: its CPU and RSS are the bench's, clients included.")
+		}
+	}
+	b.WriteString("\n\nRatios are nacos-lockd / peer from one run")
+	if meta.rounds > 1 {
+		fmt.Fprintf(&b, " (median of %d interleaved rounds)", meta.rounds)
+	}
+	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two empty gRPC round trips per pair, raft-noop = two raw dragonboat proposals per pair (no-op state machine).\n\n")
+	peersOf := []string{}
+	for _, t := range targets {
+		if t != "nacos-lockd" && !isJavaTarget(t) {
+			peersOf = append(peersOf, t)
+		}
+	}
+	b.WriteString("| workload | metric | nacos-lockd |")
+	for _, p := range peersOf {
+		fmt.Fprintf(&b, " / %s |", p)
+	}
+	b.WriteString("\n|---|---|---|")
+	for range peersOf {
+		b.WriteString("---|")
+	}
+	b.WriteString("\n")
+	points := map[string][]int{}
+	for _, r := range reps {
+		if (r.Workload == "w1" || r.Workload == "w2") && r.RatePerSec == 0 && !slices.Contains(points[r.Workload], r.Clients) {
+			points[r.Workload] = append(points[r.Workload], r.Clients)
+		}
+	}
+	const (
+		oursOverPeer   = iota // ratio only
+		peerOverOurs          // ratio only (latency)
+		figureAndRatio        // the peer's own figure and ours / peer
+	)
+	for _, w := range []string{"w1", "w2"} {
+		slices.Sort(points[w])
+		for _, c := range points[w] {
+			unit := "pairs/s"
+			if w == "w2" {
+				unit = "hand-offs/s"
+			}
+			row := func(metric string, f func(load.Report) float64, mode int) {
+				own, ok := pick(reps, "nacos-lockd", w, c, f)
+				if !ok {
+					return
+				}
+				fmt.Fprintf(&b, "| %s c=%d | %s | %s |", strings.ToUpper(w), c, metric, fmtSig(own))
+				for _, p := range peersOf {
+					v, ok := pick(reps, p, w, c, f)
+					switch {
+					case skipped[p] != "":
+						b.WriteString(" skipped |")
+					case !ok || v == 0:
+						b.WriteString(" n/a |")
+					case mode == figureAndRatio && own == 0:
+						fmt.Fprintf(&b, " %s |", fmtSig(v))
+					case mode == figureAndRatio:
+						fmt.Fprintf(&b, " %s (%.2fx) |", fmtSig(v), own/v)
+					case own == 0:
+						b.WriteString(" n/a |")
+					case mode == peerOverOurs:
+						fmt.Fprintf(&b, " %.2fx |", v/own)
+					default:
+						fmt.Fprintf(&b, " %.2fx |", own/v)
+					}
+				}
+				b.WriteString("\n")
+			}
+			row(unit, mOps, oursOverPeer)
+			row("p50 ms (ratio peer/ours)", mP50, peerOverOurs)
+			row("p99 ms (ratio peer/ours)", mP99, peerOverOurs)
+			row("server CPU µs/op (peer's, ours/peer)", mCPU, figureAndRatio)
+			row("server RSS MiB (peer's, ours/peer)", mRSS, figureAndRatio)
+		}
+	}
+	// FIFO and errors.
+	var fifo, checked, errs int64
+	for _, r := range reps {
+		if r.Target == "nacos-lockd" {
+			errs += r.Errors
+			if r.Workload == "w2" && r.FIFOViolations >= 0 {
+				fifo += r.FIFOViolations
+				checked += r.FIFOChecked
+			}
+		}
+	}
+	fmt.Fprintf(&b, "\nnacos-lockd W2 FIFO violations: %d of %d grants checked; nacos-lockd errors across the run: %d.\n", fifo, checked, errs)
+	b.WriteString("The nacos-lockd column holds its own figure; p50/p99 ratios are peer latency / ours, so above 1 means ours is lower; CPU and RSS cells hold the peer's own figure and ours / peer, so below 1 means ours is cheaper. Redis has no wait queue: its W2 clients retry every millisecond.\n")
+	rates := ratesIn(reps)
+	for _, rate := range rates {
+		fmt.Fprintf(&b, "\nW1 c=64 at %s pairs/s (open loop: each client on its own evenly spaced schedule, latency from the scheduled start, so a client that falls behind counts its lag). CPU ratio nacos-lockd / target: below 1 means nacos-lockd spends less per pair.\n\n", fmtSig(rate))
+		b.WriteString("| target | server CPU µs/pair | CPU nacos-lockd / target | p50 ms | p99 ms | achieved pairs/s | server RSS MiB | errors |\n|---|---|---|---|---|---|---|---|\n")
+		own, okOwn := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
+		for _, t := range append([]string{"nacos-lockd"}, peersOf...) {
+			if skipped[t] != "" {
+				fmt.Fprintf(&b, "| %s | skipped | | | | | | |\n", t)
+				continue
+			}
+			get := func(f func(load.Report) float64) string {
+				if v, ok := pickAt(reps, t, "w1", 64, rate, f); ok {
+					return fmtSig(v)
+				}
+				return "n/a"
+			}
+			ratio := "-"
+			if t != "nacos-lockd" {
+				ratio = "n/a"
+				if v, ok := pickAt(reps, t, "w1", 64, rate, mCPU); ok && okOwn && v > 0 && own > 0 {
+					ratio = fmt.Sprintf("%.2fx", own/v)
+				}
+			}
+			var n int64
+			for _, r := range reps {
+				if r.Target == t && r.Workload == "w1" && r.Clients == 64 && r.RatePerSec == rate {
+					n += r.Errors
+				}
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", t, get(mCPU), ratio, get(mP50), get(mP99), get(mOps), get(mRSS), n)
+		}
+	}
+	b.WriteString(javaTable(reps, skipped))
+	// W3-W5.
+	var extra []string
+	for _, r := range reps {
+		if r.Target != "nacos-lockd" || r.Extra == nil {
+			continue
+		}
+		e := r.Extra
+		switch r.Workload {
+		case "w3":
+			extra = append(extra, fmt.Sprintf("| W3 %s locks held | RSS %s MiB (%s B/lock over idle; Go heap %s B/lock); snapshot %s MiB (%s B/lock), export %s s; restart to ready %s s, %s locks after restart; acquire rate %.0f/s | 1M in < 1 GiB RSS; restart < 5 s |",
+				fmtSig(e["locks"]), fmtSig(e["rssHeldMiB"]), fmtSig(e["rssBytesPerLock"]), fmtSig(e["heapInuseBytesPerLock"]),
+				fmtSig(e["snapshotBytes"]/(1<<20)), fmtSig(e["snapshotBytesPerLock"]), fmtSig(e["snapshotExportSeconds"]),
+				fmtSig(e["restartToReadySeconds"]), fmtSig(e["locksHeldAfterRestart"]), r.OpsPerSec))
+		case "w4":
+			extra = append(extra, fmt.Sprintf("| W4 %s leases of %s ms | expiry lateness p50 %s ms, p99 %s ms, max %s ms; %s expired; after the last acquire the server used %s cores for %s s (%s µs CPU per expiry) | - |",
+				fmtSig(e["locks"]), fmtSig(e["leaseMs"]), fmtSig(e["expiryLatenessP50Ms"]), fmtSig(e["expiryLatenessP99Ms"]), fmtSig(e["expiryLatenessMaxMs"]),
+				fmtSig(e["expired"]), fmtSig(e["serverCoresAfterAcquires"]), fmtSig(e["reaperTailSeconds"]), fmtSig(e["serverCpuUsPerExpiry"])))
+		case "w5":
+			extra = append(extra, fmt.Sprintf("| W5 %s locks renewed every %s s | %.0f renews/s cost %s%% of one core (%s µs per renew); W1 c=%s beside it: p50 x%s, p99 x%s, pairs/s x%s of W1 alone | CPU per renew <= 1.3x grpc-noop's per round trip |",
+				fmtSig(e["heldLocks"]), fmtSig(e["renewEverySeconds"]), r.OpsPerSec, fmtSig(e["renewCostPctOfOneCore"]), fmtSig(e["cpuUsPerRenew"]),
+				fmtSig(e["w1Clients"]), fmtSig(e["w1P50MsWithRenews"]/e["w1P50MsAlone"]), fmtSig(e["w1P99MsWithRenews"]/e["w1P99MsAlone"]),
+				fmtSig(e["w1PairsPerSecWithRenews"]/e["w1PairsPerSecAlone"])))
+		}
+	}
+	if len(extra) > 0 {
+		b.WriteString("\n| nacos-lockd alone | measured | target |\n|---|---|---|\n")
+		for _, l := range extra {
+			b.WriteString(l + "\n")
+		}
+	}
+	b.WriteString("\nTargets (issue 13):\n\n")
+	b.WriteString(issueChecks(reps, meta.pin.Pinned(), rates, fifo, checked))
+	if len(skipped) > 0 {
+		b.WriteString("\nSkipped:\n\n")
+		for _, t := range targets {
+			if why := skipped[t]; why != "" {
+				fmt.Fprintf(&b, "- %s: %s\n", t, why)
+			}
+		}
+	}
+	return b.String()
+}
+
+// issueChecks is issue 13's checklist, judged from the run's reports.
+func issueChecks(reps []load.Report, pinned bool, rates []float64, fifo, checked int64) string {
+	var b strings.Builder
+	check := func(name string, ok, known bool, detail string) {
+		switch {
+		case !known:
+			fmt.Fprintf(&b, "- %s: not measured in this run\n", name)
+		case !ok:
+			fmt.Fprintf(&b, "- %s: NOT MET (%s)\n", name, detail)
+		default:
+			fmt.Fprintf(&b, "- %s: MET (%s)\n", name, detail)
+		}
+	}
+	notJudged := func(name, why string) { fmt.Fprintf(&b, "- %s: not measured in this run (%s)\n", name, why) }
+	// get is a positive figure of one point (ok false when missing or 0).
+	get := func(t, w string, c int, rate float64, f func(load.Report) float64) (float64, bool) {
+		v, ok := pickAt(reps, t, w, c, rate, f)
+		return v, ok && v > 0
+	}
+	ratio := func(w string, c int, rate float64, peer string, f func(load.Report) float64) (float64, bool) {
+		own, ok1 := get("nacos-lockd", w, c, rate, f)
+		v, ok2 := get(peer, w, c, rate, f)
+		if !ok1 || !ok2 {
+			return math.NaN(), false
+		}
+		return own / v, true
+	}
+	// Against the faster etcd: the smaller of the two throughput ratios.
+	bestEtcd := func(w string, c int) (float64, bool) {
+		a, oka := ratio(w, c, 0, "etcd-mutex", mOps)
+		e, oke := ratio(w, c, 0, "etcd-v3lock", mOps)
+		switch {
+		case oka && oke:
+			return math.Min(a, e), true
+		case oka:
+			return a, true
+		}
+		return e, oke
+	}
+	cpuDetail := func(w string, c int, rate float64, peer string, r float64) string {
+		own, _ := get("nacos-lockd", w, c, rate, mCPU)
+		v, _ := get(peer, w, c, rate, mCPU)
+		return fmt.Sprintf("%.2fx: %s vs %s µs per pair", r, fmtSig(own), fmtSig(v))
+	}
+
+	r, ok := ratio("w1", 64, 0, "grpc-noop", mCPU)
+	check("W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop)", r <= 1.25, ok, cpuDetail("w1", 64, 0, "grpc-noop", r))
+	if len(rates) == 0 {
+		notJudged("W1 c=64 server CPU per pair <= 1.25x grpc-noop's at a fixed rate", "no --rates point")
+	}
+	for _, rate := range rates {
+		r, ok := ratio("w1", 64, rate, "grpc-noop", mCPU)
+		check(fmt.Sprintf("W1 c=64 server CPU per pair <= 1.25x grpc-noop's at %s pairs/s", fmtSig(rate)), r <= 1.25, ok, cpuDetail("w1", 64, rate, "grpc-noop", r))
+	}
+	const pinnedName = "W1 c=64 pairs/s >= 0.85x grpc-noop's, pinned"
+	if pinned {
+		r, ok = ratio("w1", 64, 0, "grpc-noop", mOps)
+		check(pinnedName, r >= 0.85, ok, fmt.Sprintf("%.2fx", r))
+	} else {
+		notJudged(pinnedName, "unpinned")
+	}
+	if len(rates) == 0 {
+		notJudged("W1 c=64 server CPU per pair <= ZooKeeper's at a fixed rate", "no --rates point")
+	}
+	for _, rate := range rates {
+		r, ok := ratio("w1", 64, rate, "zookeeper", mCPU)
+		check(fmt.Sprintf("W1 c=64 server CPU per pair <= ZooKeeper's at %s pairs/s", fmtSig(rate)), r <= 1, ok, cpuDetail("w1", 64, rate, "zookeeper", r))
+	}
+	const zkName, etcdName = "W1 c=64 pairs/s >= 1.2x ZooKeeper's, unpinned", "W1 c=64 pairs/s >= 3x the faster etcd's, unpinned"
+	if pinned {
+		notJudged(zkName, "pinned")
+		notJudged(etcdName, "pinned")
+	} else {
+		r, ok = ratio("w1", 64, 0, "zookeeper", mOps)
+		check(zkName, r >= 1.2, ok, fmt.Sprintf("%.2fx", r))
+		r, ok = bestEtcd("w1", 64)
+		check(etcdName, r >= 3, ok, fmt.Sprintf("%.2fx", r))
+	}
+	own, ok1 := get("nacos-lockd", "w1", 1, 0, mP50)
+	raft, ok2 := get("raft-noop", "w1", 1, 0, mP50)
+	noop, ok3 := get("grpc-noop", "w1", 1, 0, mP50)
+	limit := raft + noop + 0.1
+	check("W1 c=1 p50 <= raft-noop p50 + grpc-noop p50 + 0.1 ms", own <= limit, ok1 && ok2 && ok3,
+		fmt.Sprintf("%.3f ms against %.3f + %.3f + 0.1 = %.3f ms", own, raft, noop, limit))
+	r, ok = ratio("w1", 1, 0, "zookeeper", mOps)
+	check("W1 c=1 pairs/s >= ZooKeeper's", r >= 1, ok, fmt.Sprintf("%.2fx", r))
+	r, ok = ratio("w2", 16, 0, "zookeeper", mOps)
+	check("W2 c=16 hand-offs/s >= 2x ZooKeeper's", r >= 2, ok, fmt.Sprintf("%.2fx", r))
+	r, ok = bestEtcd("w2", 16)
+	check("W2 c=16 hand-offs/s >= 6x the faster etcd's", r >= 6, ok, fmt.Sprintf("%.2fx", r))
+	r, ok = ratio("w2", 16, 0, "zookeeper", mP50)
+	check("W2 c=16 p50 grant latency <= 0.5x ZooKeeper's", r <= 0.5, ok, fmt.Sprintf("%.2fx", r))
+	check("W2 FIFO violations 0", fifo == 0, checked > 0, fmt.Sprintf("%d of %d", fifo, checked))
+
+	w3, w5 := false, false
+	for _, rr := range reps {
+		if rr.Target == "nacos-lockd" && rr.Workload == "w3" && rr.Extra["locks"] >= 1e6 {
+			w3 = true
+			check("W3 1M held locks in < 1 GiB RSS", rr.Extra["rssHeldMiB"] < 1024, true, fmt.Sprintf("%.0f MiB", rr.Extra["rssHeldMiB"]))
+			v, ok := rr.Extra["restartToReadySeconds"]
+			check("W3 restart to ready < 5 s with 1M locks", v < 5, ok, fmt.Sprintf("%.2f s", v))
+		}
+		if rr.Target == "nacos-lockd" && rr.Workload == "w5" && rr.Extra != nil {
+			w5 = true
+			// grpc-noop's CPU per round trip (half a pair), at the first
+			// fixed rate if there is one (closer to the renew load), else
+			// at W1 c=64 closed loop.
+			at, where := 0.0, "W1 c=64 closed loop"
+			if len(rates) > 0 {
+				at, where = rates[0], fmt.Sprintf("W1 c=64 at %s pairs/s", fmtSig(rates[0]))
+			}
+			pair, ok := get("grpc-noop", "w1", 64, at, mCPU)
+			v := rr.Extra["cpuUsPerRenew"]
+			check("W5 server CPU per renew <= 1.3x grpc-noop's per round trip", v <= 1.3*pair/2, ok,
+				fmt.Sprintf("%s µs per renew against 1.3 x %s = %s µs; grpc-noop %s µs per pair / 2, %s",
+					fmtSig(v), fmtSig(pair/2), fmtSig(1.3*pair/2), fmtSig(pair), where))
+		}
+	}
+	if !w3 {
+		notJudged("W3 1M held locks in < 1 GiB RSS; restart to ready < 5 s", "no 1M-lock W3")
+	}
+	if !w5 {
+		notJudged("W5 server CPU per renew <= 1.3x grpc-noop's per round trip", "no W5")
+	}
+	return b.String()
+}

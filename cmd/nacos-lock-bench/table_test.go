@@ -1,0 +1,158 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"nacos-lockd/bench/load"
+	"nacos-lockd/bench/peers"
+)
+
+func syntheticRun() ([]load.Report, []string) {
+	rep := func(t, w string, c int, rate, ops, p50, cpu, rss float64) load.Report {
+		return load.Report{Target: t, Workload: w, Clients: c, RatePerSec: rate, Ops: 1000, OpsPerSec: ops, P50Ms: p50, P99Ms: 2 * p50,
+			ServerCPUPerOp: cpu, ServerRSSMiB: rss, FIFOViolations: -1}
+	}
+	reps := []load.Report{
+		rep("nacos-lockd", "w1", 64, 0, 20000, 3, 100, 50),
+		rep("grpc-noop", "w1", 64, 0, 22000, 2, 80, 20),
+		rep("raft-noop", "w1", 64, 0, 30000, 2, 60, 90),
+		rep("zookeeper", "w1", 64, 0, 15000, 4, 150, 300),
+		rep("etcd-mutex", "w1", 64, 0, 5000, 12, 400, 60),
+		rep("etcd-v3lock", "w1", 64, 0, 6000, 10, 300, 60),
+		// Open loop at 1500 pairs/s: never mixed into the rows above.
+		rep("nacos-lockd", "w1", 64, 1500, 1498, 0.6, 130, 51),
+		rep("grpc-noop", "w1", 64, 1500, 1500, 0.3, 100, 21),
+		rep("zookeeper", "w1", 64, 1500, 1499, 1.1, 200, 301),
+		rep("nacos-lockd", "w1", 1, 0, 1100, 0.9, 120, 50),
+		rep("grpc-noop", "w1", 1, 0, 4000, 0.25, 90, 20),
+		rep("raft-noop", "w1", 1, 0, 2000, 0.5, 70, 90),
+		rep("zookeeper", "w1", 1, 0, 1000, 1, 180, 300),
+		rep("nacos-lockd", "w2", 16, 0, 9000, 1, 110, 50),
+		rep("zookeeper", "w2", 16, 0, 4000, 3, 250, 300),
+		rep("etcd-mutex", "w2", 16, 0, 2000, 8, 500, 60),
+		rep("etcd-v3lock", "w2", 16, 0, 1000, 15, 600, 60),
+		{Target: "nacos-lockd", Workload: "w3", Clients: 256, Ops: 1000000, OpsPerSec: 50000, FIFOViolations: -1,
+			Extra: map[string]float64{"locks": 1e6, "rssHeldMiB": 900, "restartToReadySeconds": 6}},
+		{Target: "nacos-lockd", Workload: "w5", Clients: 100, Ops: 10000, OpsPerSec: 1000, FIFOViolations: -1,
+			Extra: map[string]float64{"cpuUsPerRenew": 60, "w1P50MsAlone": 1, "w1P99MsAlone": 1, "w1PairsPerSecAlone": 1}},
+	}
+	reps[13].FIFOViolations, reps[13].FIFOChecked = 0, 500
+	return reps, []string{"nacos-lockd", "grpc-noop", "raft-noop", "zookeeper", "etcd-mutex", "etcd-v3lock"}
+}
+
+func wantLines(t *testing.T, got string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("table lacks %q", w)
+		}
+	}
+	if t.Failed() {
+		t.Logf("table:\n%s", got)
+	}
+}
+
+func TestRatioTablePinned(t *testing.T) {
+	reps, targets := syntheticRun()
+	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1, 2, 3}}
+	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})
+	wantLines(t, got,
+		"Pinning: servers pinned to CPU 0, load generator (this process and its client processes) to CPU 1-3.",
+		"raft-noop runs as a child process on the servers' CPU",
+		// Closed-loop rows keep their ratios and gain CPU and RSS: the
+		// peer's own figure and ours / peer.
+		"| W1 c=64 | pairs/s | 20000 | 0.91x | 0.67x | 1.33x | 4.00x | 3.33x |",
+		"| W1 c=64 | p50 ms (ratio peer/ours) | 3 | 0.67x |",
+		"| W1 c=64 | server CPU µs/op (peer's, ours/peer) | 100 | 80.0 (1.25x) | 60.0 (1.67x) | 150 (0.67x) | 400 (0.25x) | 300 (0.33x) |",
+		"| W1 c=64 | server RSS MiB (peer's, ours/peer) | 50.0 | 20.0 (2.50x) | 90.0 (0.56x) | 300 (0.17x) |",
+		"| W2 c=16 | server CPU µs/op (peer's, ours/peer) | 110 | n/a | n/a | 250 (0.44x) |",
+		// The fixed-rate section.
+		"W1 c=64 at 1500 pairs/s (open loop",
+		"| nacos-lockd | 130 | - | 0.6 | 1.2 | 1498 | 51.0 | 0 |",
+		"| grpc-noop | 100 | 1.30x | 0.3 | 0.6 | 1500 | 21.0 | 0 |",
+		"| zookeeper | 200 | 0.65x | 1.1 | 2.2 | 1499 | 301 | 0 |",
+		"| raft-noop | n/a | n/a |",
+		// Issue 13's checklist.
+		"Targets (issue 13):",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop): MET (1.25x: 100 vs 80.0 µs per pair)",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair)",
+		"- W1 c=64 pairs/s >= 0.85x grpc-noop's, pinned: MET (0.91x)",
+		"- W1 c=64 server CPU per pair <= ZooKeeper's at 1500 pairs/s: MET (0.65x",
+		"- W1 c=64 pairs/s >= 1.2x ZooKeeper's, unpinned: not measured in this run (pinned)",
+		"- W1 c=64 pairs/s >= 3x the faster etcd's, unpinned: not measured in this run (pinned)",
+		"- W1 c=1 p50 <= raft-noop p50 + grpc-noop p50 + 0.1 ms: NOT MET (0.900 ms against 0.500 + 0.250 + 0.1 = 0.850 ms)",
+		"- W1 c=1 pairs/s >= ZooKeeper's: MET (1.10x)",
+		"- W2 c=16 hand-offs/s >= 2x ZooKeeper's: MET (2.25x)",
+		"- W2 c=16 hand-offs/s >= 6x the faster etcd's: NOT MET (4.50x)",
+		"- W2 c=16 p50 grant latency <= 0.5x ZooKeeper's: MET (0.33x)",
+		"- W2 FIFO violations 0: MET (0 of 500)",
+		"- W3 1M held locks in < 1 GiB RSS: MET (900 MiB)",
+		"- W3 restart to ready < 5 s with 1M locks: NOT MET (6.00 s)",
+		"- W5 server CPU per renew <= 1.3x grpc-noop's per round trip: MET (60.0 µs per renew against 1.3 x 50.0 = 65.0 µs; grpc-noop 100 µs per pair / 2, W1 c=64 at 1500 pairs/s)",
+	)
+	if strings.Contains(got, "issue 9") {
+		t.Errorf("the issue 9 checklist is still there:\n%s", got)
+	}
+	// The open-loop figures stay out of the closed-loop rows.
+	if strings.Contains(got, "| W1 c=64 | pairs/s | 1498") {
+		t.Errorf("an open-loop point leaked into the closed-loop rows:\n%s", got)
+	}
+}
+
+func TestRatioTableUnpinned(t *testing.T) {
+	reps, targets := syntheticRun()
+	got := ratioTable(reps, targets, map[string]string{"etcd-v3lock": "no etcd"}, tableMeta{machine: "test box", rounds: 1})
+	wantLines(t, got,
+		"Pinning: unpinned (servers and load generator share every core).",
+		"raft-noop runs inside the bench process",
+		"- W1 c=64 pairs/s >= 0.85x grpc-noop's, pinned: not measured in this run (unpinned)",
+		"- W1 c=64 pairs/s >= 1.2x ZooKeeper's, unpinned: MET (1.33x)",
+		"- W1 c=64 pairs/s >= 3x the faster etcd's, unpinned: MET (",
+		"| etcd-v3lock | skipped |",
+		"- etcd-v3lock: no etcd",
+	)
+	// Without W3 at 1M, W5 or a fixed rate, those lines say so.
+	var closed []load.Report
+	for _, r := range reps {
+		if r.RatePerSec == 0 && r.Workload != "w3" && r.Workload != "w5" {
+			closed = append(closed, r)
+		}
+	}
+	got = ratioTable(closed, targets, nil, tableMeta{machine: "test box"})
+	wantLines(t, got,
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at a fixed rate: not measured in this run (no --rates point)",
+		"- W1 c=64 server CPU per pair <= ZooKeeper's at a fixed rate: not measured in this run (no --rates point)",
+		"- W3 1M held locks in < 1 GiB RSS; restart to ready < 5 s: not measured in this run (no 1M-lock W3)",
+		"- W5 server CPU per renew <= 1.3x grpc-noop's per round trip: not measured in this run (no W5)",
+	)
+	if strings.Contains(got, "pairs/s (open loop") {
+		t.Errorf("a fixed-rate section without fixed-rate points:\n%s", got)
+	}
+}
+
+func TestParseRates(t *testing.T) {
+	if r, err := parseRates("1500, 3000"); err != nil || len(r) != 2 || r[0] != 1500 || r[1] != 3000 {
+		t.Errorf("parseRates = %v, %v", r, err)
+	}
+	if r, err := parseRates(""); err != nil || len(r) != 0 {
+		t.Errorf(`parseRates("") = %v, %v`, r, err)
+	}
+	for _, bad := range []string{"x", "-5", "0"} {
+		if _, err := parseRates(bad); err == nil {
+			t.Errorf("parseRates(%q) accepted", bad)
+		}
+	}
+}
+
+func TestRateIsForW1Only(t *testing.T) {
+	if err := checkRate(1500, "w1"); err != nil {
+		t.Error(err)
+	}
+	if err := checkRate(0, "w2"); err != nil {
+		t.Error(err)
+	}
+	if checkRate(1500, "w2") == nil || checkRate(-1, "w1") == nil {
+		t.Error("--rate accepted for w2 or below 0")
+	}
+}
