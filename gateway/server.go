@@ -74,7 +74,6 @@ const streamWorkers = 256
 func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) error {
 	s.table = table
 	opts := []grpc.ServerOption{
-		grpc.StatsHandler(connTracker{s}),
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
 		grpc.MaxSendMsgSize(s.cfg.MaxMessageSize),
 		// Find dead peers (a client host that vanished without a FIN).
@@ -106,7 +105,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	}()
 
 	served := make(chan error, 1)
-	go func() { served <- gs.Serve(lis) }()
+	go func() { served <- gs.Serve(trackedListener{lis, s}) }()
 	s.log.Info().Str("addr", lis.Addr().String()).Msg("gateway listening")
 
 	select {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/stats"
 
 	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
@@ -212,19 +214,28 @@ type noopServer struct {
 func (s *noopServer) Request(context.Context, *pb.Payload) (*pb.Payload, error) { return s.reply, nil }
 
 func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
-	addr := "127.0.0.1:19848"
-	if len(args) > 1 && args[0] == "--addr" {
-		addr = args[1]
+	fs := flag.NewFlagSet("nacos-lock-bench serve-noop", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:19848", "listen address")
+	optList := fs.String("grpc-options", "", "server options to measure against the default, comma-separated: "+
+		"stats (a stats handler that tags connections, as nacos-lockd's did), shared-write-buffer, workers=N, "+
+		"write-buffer=BYTES, read-buffer=BYTES")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	opts, err := noopServerOptions(*optList)
+	if err != nil {
+		return err
 	}
 	reply, err := protocol.Encode(&protocol.HealthCheckResponse{ResponseBase: protocol.Success()})
 	if err != nil {
 		return err
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	pb.RegisterRequestServer(gs, &noopServer{reply: reply})
 	go func() {
 		<-ctx.Done()
@@ -233,6 +244,45 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 	fmt.Fprintln(stderr, "noop gRPC server on", lis.Addr())
 	return gs.Serve(lis)
 }
+
+// noopServerOptions maps serve-noop's --grpc-options to server options, so
+// the floor can be measured with each option a server might use.
+func noopServerOptions(list string) ([]grpc.ServerOption, error) {
+	var opts []grpc.ServerOption
+	for _, o := range strings.Split(list, ",") {
+		name, val, _ := strings.Cut(strings.TrimSpace(o), "=")
+		n, _ := strconv.Atoi(val)
+		switch name {
+		case "":
+		case "stats":
+			opts = append(opts, grpc.StatsHandler(taggingStats{}))
+		case "shared-write-buffer":
+			opts = append(opts, grpc.SharedWriteBuffer(true))
+		case "workers":
+			opts = append(opts, grpc.NumStreamWorkers(uint32(n)))
+		case "write-buffer":
+			opts = append(opts, grpc.WriteBufferSize(n))
+		case "read-buffer":
+			opts = append(opts, grpc.ReadBufferSize(n))
+		default:
+			return nil, fmt.Errorf("unknown gRPC option %q", o)
+		}
+	}
+	return opts, nil
+}
+
+// taggingStats is a stats handler that only tags each connection, the
+// least a server that ties calls to their connection through stats can do.
+type taggingStats struct{}
+
+type noopConnKey struct{}
+
+func (taggingStats) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
+	return context.WithValue(ctx, noopConnKey{}, info.RemoteAddr)
+}
+func (taggingStats) HandleConn(context.Context, stats.ConnStats)                     {}
+func (taggingStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (taggingStats) HandleRPC(context.Context, stats.RPCStats)                       {}
 
 // ---- Raw dragonboat proposals with a no-op state machine, in this
 // process: the same NodeHost settings as nacos-lockd (1 ms RTT, small-mem
