@@ -15,6 +15,7 @@ import (
 
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
+	"nacos-lockd/statemachine"
 )
 
 // conn is one client transport (one HTTP/2 connection). Nacos clients
@@ -35,6 +36,10 @@ type conn struct {
 	pending    map[string]chan protocol.Message // push replies awaited, by requestId
 
 	limiter *rate.Limiter // lock requests per second
+
+	// claims are the grants pushed to this connection and not yet claimed
+	// (guarded by mu): a claim of one of them may be answered from a read.
+	claims map[claimKey]uint64 // -> the grant's token
 
 	sendq  chan *pb.Payload // pushes for the stream writer; bounded
 	done   chan struct{}    // closed when the connection ends or we drop it
@@ -115,6 +120,42 @@ func (c *conn) push(build func(requestID string) protocol.Message, wantReply boo
 		c.dropConn("push queue full")
 		return nil, errConnGone
 	}
+}
+
+// claimKey names a grant pushed to a waiter.
+type claimKey struct {
+	kind       statemachine.Kind
+	key, owner string
+}
+
+// maxExpectedClaims bounds the grants a connection remembers: a client
+// that never claims must not grow the map. Past it, claims simply go the
+// slower way (a Raft entry).
+const maxExpectedClaims = 1024
+
+// expectClaim remembers a grant pushed to this connection's waiter.
+func (c *conn) expectClaim(n statemachine.Notification) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claims == nil {
+		c.claims = make(map[claimKey]uint64)
+	}
+	if len(c.claims) < maxExpectedClaims {
+		c.claims[claimKey{n.Kind, n.Key, n.Owner}] = n.Token
+	}
+}
+
+// takeClaim returns and forgets the token of the grant pushed to owner for
+// the lock, if there is one.
+func (c *conn) takeClaim(kind statemachine.Kind, key, owner string) (uint64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := claimKey{kind, key, owner}
+	token, ok := c.claims[k]
+	if ok {
+		delete(c.claims, k)
+	}
+	return token, ok
 }
 
 func (c *conn) forget(id string) {

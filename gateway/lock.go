@@ -79,7 +79,11 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
-	res, err := s.table.Propose(ctx, cmd)
+	res, claimed := s.claimByRead(ctx, c, cmd)
+	var err error
+	if !claimed {
+		res, err = s.table.Propose(ctx, cmd)
+	}
 	if err != nil {
 		c.log.Warn().Err(err).Str("op", cmd.Op.String()).Msg("lock command not committed")
 		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
@@ -107,6 +111,49 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	s.m.outcome(cmd, res)
 	s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, res), time.Since(start), nacosOp)
 	return lockReply(cmd.Op, res)
+}
+
+// claimByRead answers a waiter's claim of the grant it was pushed without
+// a Raft entry on the hand-off's path (statemachine/DESIGN.md, FIFO
+// hand-off): a linearizable read shows the grant still there, unclaimed,
+// bound to this connection, with at least half the requested lease left;
+// then the claim is answered as the ACQUIRE would be (count 1, the grant's
+// token) and recorded by a CLAIM queued before the reply goes out, so it
+// is committed ahead of anything the client sends next. If the record is
+// not committed, the connection is dropped: its cleanup then releases the
+// lock, and the client learns at its next renew or release that it is
+// gone, instead of holding a grant the table may still think unclaimed.
+func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, bool) {
+	if cmd.Op != statemachine.OpAcquire || !cmd.Retry {
+		return statemachine.Result{}, false
+	}
+	token, ok := c.takeClaim(cmd.Kind, cmd.Key, cmd.Owner)
+	if !ok {
+		return statemachine.Result{}, false
+	}
+	l, err := s.table.LockLinearizable(ctx, cmd.Kind, cmd.Key)
+	if err != nil || l.Owner != cmd.Owner || !l.Unclaimed || l.Token != token || l.ConnID != cmd.ConnID ||
+		l.LeaseEnd-cmd.NowMs < cmd.LeaseMs/2 {
+		return statemachine.Result{}, false
+	}
+	rec := statemachine.Command{Op: statemachine.OpClaim, NowMs: cmd.NowMs, Kind: cmd.Kind, Key: cmd.Key,
+		Owner: cmd.Owner, ConnID: cmd.ConnID, LeaseMs: cmd.LeaseMs, Token: token}
+	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
+	done, err := s.table.Record(rctx, rec)
+	if err != nil {
+		cancel()
+		return statemachine.Result{}, false // not queued: claim the usual way
+	}
+	s.m.readClaim("answered")
+	go func() {
+		defer cancel()
+		if err := <-done; err != nil {
+			s.m.readClaim("record_failed")
+			c.log.Warn().Err(err).Str("key_type", cmd.Kind.String()).Msg("claim answered from a read was not recorded; dropping the connection")
+			c.dropConn("claim record not committed")
+		}
+	}()
+	return statemachine.Result{Code: statemachine.CodeOK, Count: 1, WaitPosition: -1, Token: token}, true
 }
 
 // denied answers an authentication or authorisation failure the way

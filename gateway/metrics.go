@@ -29,6 +29,7 @@ type metrics struct {
 	pushes      *prometheus.CounterVec // type, result (sent, failed)
 	waitTime    prometheus.Histogram
 	handoff     prometheus.Histogram
+	readClaims  *prometheus.CounterVec
 	holdTime    prometheus.Histogram
 	endings     *prometheus.CounterVec // how holds end: release, expiry
 	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
@@ -86,6 +87,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_pushes_total", Help: "Server pushes by type and result (sent, failed)."}, []string{"type", "result"}),
 		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_wait_seconds", Help: "Time from a waiter's first queued ACQUIRE to its grant being claimed.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
+		readClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_lock_read_claims_total", Help: "Claims of a pushed grant answered from a linearizable read, by whether their record was committed (answered, record_failed)."}, []string{"result"}),
 		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_handoff_seconds", Help: "Time from a freed lock being granted to the next waiter (same Raft entry as the release) to that waiter claiming it.", Buckets: latencyBuckets}),
 		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -108,7 +111,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		held:        map[waitKey]time.Time{},
 	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax)
+		m.waitTime, m.handoff, m.readClaims, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax)
 	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_monitor", Help: nacosMonitorHelp,
@@ -285,6 +288,14 @@ func (m *metrics) pushed(typ string, err error) {
 		return
 	}
 	m.pushes.WithLabelValues(typ, "sent").Inc()
+}
+
+// readClaim counts a claim answered from a read ("answered") and one
+// whose record then failed ("record_failed").
+func (m *metrics) readClaim(result string) {
+	if m != nil {
+		m.readClaims.WithLabelValues(result).Inc()
+	}
 }
 
 func (m *metrics) grantPushed(n statemachine.Notification) {

@@ -96,8 +96,8 @@ func histCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
 func checkLabels(t *testing.T, reg *prometheus.Registry) {
 	t.Helper()
 	allowed := map[string][]string{
-		"op":     append(slices.Clone(opLabels), "ACQUIRE", "RELEASE", "RENEW", "CANCEL_WAIT", "EXPIRE", "CLEANUP_CONNECTION"),
-		"result": append(slices.Clone(resultLabels), "sent", "failed"),
+		"op":     append(slices.Clone(opLabels), "ACQUIRE", "RELEASE", "RENEW", "CANCEL_WAIT", "EXPIRE", "CLEANUP_CONNECTION", "CLAIM"),
+		"result": append(slices.Clone(resultLabels), "sent", "failed", "answered", "record_failed"),
 		"type":   pushLabels,
 		"limit":  limitLabels,
 		"cause":  {"release", "expiry"},

@@ -25,6 +25,13 @@ import (
 // lockTable is all the gateway asks of the replicated lock table.
 type lockTable interface {
 	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
+	// Record queues cmd in order behind everything proposed before it and
+	// returns at once (statemachine.Node.Record); claims answered from a
+	// read are recorded with it.
+	Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error)
+	// LockLinearizable reads one lock after everything committed before
+	// the call has been applied.
+	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error)
 	IsLeader() bool
 	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
 }
@@ -468,6 +475,7 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 			c.log.Debug().Err(err).Msg("lock notification not delivered")
 			continue
 		}
+		c.expectClaim(n)
 		s.m.grantPushed(n)
 	}
 }

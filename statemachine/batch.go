@@ -39,7 +39,7 @@ const MaxBatch = 256
 // an entry with other commands.
 func groupable(op Op) bool {
 	switch op {
-	case OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire:
+	case OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire, OpClaim:
 		return true
 	}
 	return false

@@ -69,7 +69,7 @@ var errClosing = fmt.Errorf("%w: node closing", ErrUnavailable)
 // its ctx ends was never proposed; one proposed whose ctx ends first is
 // ambiguous, exactly like a timed-out direct proposal.
 func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) {
-	p, err := g.enqueue(ctx, cmd)
+	p, err := g.enqueue(ctx, cmd, true)
 	if err != nil {
 		return Result{}, err
 	}
@@ -82,9 +82,10 @@ func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) 
 }
 
 // enqueue puts cmd in line. When it can be proposed at once, it is,
-// before enqueue returns, and this goroutine waits for the entry's
-// result and hands it out (so a lone command costs no goroutine switch).
-func (g *groupCommit) enqueue(ctx context.Context, cmd Command) (*pendingCmd, error) {
+// before enqueue returns; with wait set this goroutine then waits for the
+// entry's result and hands it out (so a lone command costs no goroutine
+// switch).
+func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pendingCmd, error) {
 	now := time.Now()
 	deadline, ok := ctx.Deadline()
 	if !ok {
@@ -111,12 +112,22 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command) (*pendingCmd, er
 	g.mu.Unlock()
 	switch {
 	case sub == nil:
-	case sub.deadline.After(p.deadline):
+	case !wait || sub.deadline.After(p.deadline):
 		go g.await(sub) // others in it may wait longer than this caller will
 	default:
 		g.await(sub)
 	}
 	return p, nil
+}
+
+// record queues cmd behind everything queued before it and returns at
+// once; the channel delivers its outcome once committed (or failed).
+func (g *groupCommit) record(ctx context.Context, cmd Command) (<-chan outcome, error) {
+	p, err := g.enqueue(ctx, cmd, false)
+	if err != nil {
+		return nil, err
+	}
+	return p.out, nil
 }
 
 // renewsOnly reports whether every queued command is a renew (mu held).

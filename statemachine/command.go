@@ -18,6 +18,11 @@ const (
 	OpExpire            Op = 5 // proposed by the leader's reaper only
 	OpCleanupConnection Op = 6 // proposed by the node that held the connection
 	OpForceRelease      Op = 7 // proposed by the admin API
+	// OpClaim records a claim the gateway already answered from a
+	// linearizable read (see the FIFO hand-off in DESIGN.md): it confirms
+	// the unclaimed grant with Token to Owner, and does nothing if that
+	// grant is no longer there.
+	OpClaim Op = 8
 )
 
 func (o Op) String() string {
@@ -36,6 +41,8 @@ func (o Op) String() string {
 		return "CLEANUP_CONNECTION"
 	case OpForceRelease:
 		return "FORCE_RELEASE"
+	case OpClaim:
+		return "CLAIM"
 	}
 	return fmt.Sprintf("Op(%d)", uint8(o))
 }

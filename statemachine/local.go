@@ -36,6 +36,19 @@ func (l *Local) Propose(ctx context.Context, cmd Command) (Result, error) {
 	return res, nil
 }
 
+// Record applies cmd at once: a local table has no queue to order.
+func (l *Local) Record(ctx context.Context, cmd Command) (<-chan error, error) {
+	_, err := l.Propose(ctx, cmd)
+	done := make(chan error, 1)
+	done <- err
+	return done, err
+}
+
+// LockLinearizable reads one lock; every read of a local table is current.
+func (l *Local) LockLinearizable(_ context.Context, kind Kind, key string) (LockInfo, error) {
+	return l.Lock(kind, key), nil
+}
+
 // IsLeader is always true: a local table is its own leader.
 func (l *Local) IsLeader() bool { return true }
 

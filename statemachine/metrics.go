@@ -66,7 +66,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			ConstLabels: prometheus.Labels{"module": "lock", "name": "aliveLockCount"}},
 			stat(func(s Stats) float64 { return float64(s.Held) })),
 	)
-	for _, op := range []Op{OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire, OpCleanupConnection, OpForceRelease} {
+	for _, op := range []Op{OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire, OpCleanupConnection, OpForceRelease, OpClaim} {
 		m.propose.WithLabelValues(op.String())
 	}
 	return m

@@ -219,6 +219,29 @@ func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
 	return n.proposeOne(ctx, cmd, time.Now())
 }
 
+// ErrNotOrdered is Record's answer when batching is off: without the one
+// ordered queue a command proposed later could overtake it.
+var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
+
+// Record queues cmd behind every command already queued or proposed on
+// this node and returns without waiting for it: a command proposed after
+// Record returns is committed after it (unless dragonboat drops cmd's
+// entry, which is then proposed again behind what went meanwhile). The
+// channel delivers nil once cmd is committed, whatever its result, or why
+// it was not. ctx's deadline bounds how long cmd may take.
+func (n *Node) Record(ctx context.Context, cmd Command) (<-chan error, error) {
+	if n.gc == nil {
+		return nil, ErrNotOrdered
+	}
+	out, err := n.gc.record(ctx, cmd)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- (<-out).err }()
+	return done, nil
+}
+
 // proposeOne commits cmd as an entry of its own.
 func (n *Node) proposeOne(ctx context.Context, cmd Command, start time.Time) (Result, error) {
 	data, err := n.proposeEntry(ctx, cmd.Encode())

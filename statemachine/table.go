@@ -133,7 +133,7 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return refused(CodeMalformed)
 	}
 	t.clock = max(t.clock, cmd.NowMs)
-	if cmd.Op == OpAcquire || cmd.Op == OpRenew { // the ops that store owner and connection
+	if cmd.Op == OpAcquire || cmd.Op == OpRenew || cmd.Op == OpClaim { // the ops that store owner and connection
 		cmd.Owner, cmd.ConnID = intern(cmd.Owner), intern(cmd.ConnID)
 	}
 	switch cmd.Op {
@@ -151,6 +151,8 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return t.cleanup(index, cmd)
 	case OpForceRelease:
 		return t.forceRelease(index, cmd)
+	case OpClaim:
+		return t.claim(index, cmd)
 	}
 	return refused(CodeMalformed)
 }
@@ -188,6 +190,8 @@ func (c Command) valid() bool {
 		return c.ConnID != ""
 	case OpForceRelease:
 		return c.Kind.valid() && c.Key != ""
+	case OpClaim:
+		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0 && c.Token != 0
 	}
 	return false
 }
@@ -214,13 +218,8 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 
 	switch {
 	case l.owner == cmd.Owner && l.unclaimed:
-		// The queued waiter confirms the grant it was notified about. The
-		// lease restarts now: this is when the client learns it holds it.
-		l.unclaimed = false
-		l.connID = cmd.ConnID
-		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
-		l.removeWaiter(cmd.Owner)
-		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+		// The queued waiter confirms the grant it was notified about.
+		return t.confirm(l, cmd)
 	case l.owner == cmd.Owner && cmd.Kind == KindReentrant:
 		// Re-entry is checked before the queue: the holder never waits on itself.
 		l.count++
@@ -255,6 +254,36 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 		leaseMs:  cmd.LeaseMs,
 	})
 	return Result{Code: CodeHeld, WaitPosition: int32(pos)}
+}
+
+// confirm makes an unclaimed grant the owner's for good: the claim (an
+// ACQUIRE, or the CLAIM that records one answered from a read). The lease
+// restarts now: this is when the client learns it holds the lock.
+func (t *Table) confirm(l *lockState, cmd Command) Result {
+	l.unclaimed = false
+	l.connID = cmd.ConnID
+	l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+	l.removeWaiter(cmd.Owner)
+	return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+}
+
+// claim records a claim answered from a read: the same change as the
+// ACQUIRE that claims, but only for the very grant the read saw (owner,
+// token, still unclaimed). Anything else, and it changes nothing but the
+// settle every command on the lock does.
+func (t *Table) claim(index uint64, cmd Command) Result {
+	id := lockID{cmd.Kind, cmd.Key}
+	l, ok := t.locks[id]
+	if !ok {
+		return refused(CodeNotFound)
+	}
+	t.unindex(id, l)
+	defer t.done(id, l)
+	t.settle(index, id, l)
+	if l.owner != cmd.Owner || !l.unclaimed || l.token != cmd.Token {
+		return refused(CodeNotFound)
+	}
+	return t.confirm(l, cmd)
 }
 
 func (t *Table) release(index uint64, cmd Command) Result {

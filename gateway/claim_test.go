@@ -1,0 +1,170 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"nacos-lockd/interop/client"
+	"nacos-lockd/protocol"
+	"nacos-lockd/statemachine"
+	"nacos-lockd/storage"
+)
+
+// startNodeServer serves the gateway over a real one-replica Raft node
+// (window: RaftConfig.CoalesceWindow; negative turns batching off).
+func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *statemachine.Node) {
+	t.Helper()
+	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0"}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, "locks")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raftLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raftAddr := raftLis.Addr().String()
+	raftLis.Close()
+	node, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr,
+		CoalesceWindow: window}, db, srv.Notify, zerolog.Nop())
+	if err != nil {
+		db.Close()
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := node.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, lis, node) }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		node.Close()
+		db.Close()
+	})
+	return lis.Addr().String(), srv, node
+}
+
+// handOff queues waiter behind holder on key, releases, and waits for the
+// waiter's push.
+func handOff(t *testing.T, holder, waiter *client.Client, key, waiterOwner string) {
+	t.Helper()
+	if r := lockCall(t, holder, protocol.OpAcquire, gen2(key, "REENTRANT", "h:1", -1, 300000)); !r.Result {
+		t.Fatalf("holder acquire: %+v", r.LockResult)
+	}
+	if r := lockCall(t, waiter, protocol.OpAcquire, gen2(key, "REENTRANT", waiterOwner, -1, 300000)); r.Result || r.LockResult.WaitPosition != 0 {
+		t.Fatalf("waiter acquire: %+v", r.LockResult)
+	}
+	if r := lockCall(t, holder, protocol.OpRelease, gen2(key, "REENTRANT", "h:1", 0, -1)); !r.Result {
+		t.Fatalf("release: %+v", r.LockResult)
+	}
+	ctx, cancel := client.Timeout(5 * time.Second)
+	defer cancel()
+	if _, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, waiter); err != nil {
+		t.Fatalf("no push: %v", err)
+	}
+}
+
+// A claim answered from a read gives exactly what the claiming ACQUIRE
+// gives, and its record is committed ahead of what the client sends next:
+// a re-entry right after it counts 2, a cancel right after it keeps the
+// lock, and the table ends up with the grant claimed.
+func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
+	addr, srv, node := startNodeServer(t, 0)
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	grant, err := node.Lock(statemachine.KindReentrant, "job")
+	if err != nil || !grant.Unclaimed {
+		t.Fatalf("before the claim: %+v %v", grant, err)
+	}
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	r := lockCall(t, waiter, protocol.OpAcquire, claim)
+	if !r.Result || r.LockResult.ReentrantCount != 1 || r.LockResult.FencingToken != grant.Token {
+		t.Fatalf("claim: %+v, want count 1 and token %d", r.LockResult, grant.Token)
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 1 {
+		t.Fatalf("claims answered from a read: %v, want 1", got)
+	}
+	// At once, before anything else: a re-entry, then a cancel.
+	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); !r.Result || r.LockResult.ReentrantCount != 2 {
+		t.Fatalf("re-entry right after the claim: %+v", r.LockResult)
+	}
+	if r := lockCall(t, waiter, protocol.OpCancelWait, gen2("job", "REENTRANT", "w:7", -1, 300000)); r.ResultCode != 200 {
+		t.Fatalf("cancel: %+v", r)
+	}
+	l, err := node.Lock(statemachine.KindReentrant, "job")
+	if err != nil || l.Owner != "w:7" || l.Unclaimed || l.Count != 2 || l.Token != grant.Token {
+		t.Fatalf("after claim, re-entry and cancel: %+v %v", l, err)
+	}
+	for want := 1; want >= 0; want-- {
+		if r := lockCall(t, waiter, protocol.OpRelease, gen2("job", "REENTRANT", "w:7", 0, -1)); !r.Result || r.LockResult.ReentrantCount != want {
+			t.Fatalf("release to %d: %+v", want, r.LockResult)
+		}
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
+		t.Fatalf("failed records: %v", got)
+	}
+}
+
+// The read answers only the claim of the grant pushed to this connection;
+// any other claim, and every claim with batching off, goes through Raft as
+// before, with the same answer.
+func TestClaimWithoutAPushOrOrderingGoesThroughRaft(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		other  bool // claim on another connection than the one pushed to
+	}{
+		{"batching off", -1, false},
+		{"claim on another connection", 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, srv, node := startNodeServer(t, tc.window)
+			ts := &testServer{addr: addr}
+			holder, waiter, other := dial(t, ts), dial(t, ts), dial(t, ts)
+			handOff(t, holder, waiter, "job", "w:7")
+			grant, err := node.Lock(statemachine.KindReentrant, "job")
+			if err != nil {
+				t.Fatal(err)
+			}
+			via := waiter
+			if tc.other {
+				via = other
+			}
+			claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+			claim.WaiterRetry = true
+			r := lockCall(t, via, protocol.OpAcquire, claim)
+			if !r.Result || r.LockResult.ReentrantCount != 1 || r.LockResult.FencingToken != grant.Token {
+				t.Fatalf("claim: %+v", r.LockResult)
+			}
+			if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 0 {
+				t.Fatalf("claims answered from a read: %v, want 0", got)
+			}
+			if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || l.Unclaimed {
+				t.Fatalf("after the claim: %+v %v", l, err)
+			}
+		})
+	}
+}

@@ -1,0 +1,89 @@
+package statemachine
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+)
+
+func claimCmd(kind Kind, key, owner, conn string, now, lease int64, token uint64) Command {
+	return Command{Op: OpClaim, NowMs: now, Kind: kind, Key: key, Owner: owner, ConnID: conn, LeaseMs: lease, Token: token}
+}
+
+func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
+	tb := run(t, []step{
+		{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
+		{acq(R, "k", "b", "c2", 110, 2000, 60000), queued(0)},
+		{rel(R, "k", "a", 120), ok(0, 0)}, // index 3: b granted, unclaimed, token 3
+		{claimCmd(R, "k", "c", "c3", 130, 5000, 3), refused(CodeNotFound)}, // not b
+		{claimCmd(R, "k", "b", "c2", 130, 5000, 2), refused(CodeNotFound)}, // another grant
+		{claimCmd(R, "k", "b", "c2", 130, 5000, 3), ok(1, 3)},
+		{claimCmd(R, "k", "b", "c2", 140, 5000, 3), refused(CodeNotFound)}, // already claimed
+		{acq(R, "k", "b", "c2", 150, 5000, 0), ok(2, 3)},                  // re-entry after the claim
+		{cancelWait(R, "k", "b", "c2", 160), Result{Code: CodeOK, WaitPosition: -1}},
+	})
+	l := tb.Lock(R, "k")
+	if l.Owner != "b" || l.Unclaimed || l.Count != 2 || l.LeaseEnd != 5150 {
+		t.Fatalf("after claim, re-entry and cancel: %+v", l)
+	}
+	// A claim of a grant whose lease ran out finds the lock passed on.
+	tb = run(t, []step{
+		{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
+		{acq(N, "k", "b", "c2", 110, 50, 60000), queued(0)},
+		{acq(N, "k", "c", "c3", 110, 50, 60000), queued(1)},
+		{rel(N, "k", "a", 120), ok(0, 0)},                                  // b granted until 170
+		{claimCmd(N, "k", "b", "c2", 200, 5000, 4), refused(CodeNotFound)}, // b's lease is over: c has it
+	})
+	if l := tb.Lock(N, "k"); l.Owner != "c" || !l.Unclaimed || l.Token != 5 {
+		t.Fatalf("after a late claim: %+v", l)
+	}
+}
+
+// The gateway answers a claim from a read and records it with CLAIM; the
+// rule holds only if that leaves every table exactly as the ACQUIRE that
+// claims would. Random streams, and before a third of their commands every
+// unclaimed grant is claimed by its owner on its connection: one table
+// applies the ACQUIRE, the other the CLAIM the gateway would send instead.
+func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
+	claims := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		a, b := NewTable(), NewTable()
+		var idx uint64
+		apply := func(ca, cb Command) {
+			idx++
+			ra, rb := a.Apply(idx, ca), b.Apply(idx, cb)
+			if cb.Op == OpClaim && (ra != rb || !ra.Success() || ra.Count != 1) {
+				t.Fatalf("seed %d entry %d: acquire %+v, claim %+v", seed, idx, ra, rb)
+			}
+			if cb.Op != OpClaim && ra != rb {
+				t.Fatalf("seed %d entry %d (%s): results %+v and %+v", seed, idx, ca.Op, ra, rb)
+			}
+			if fmt.Sprint(a.takeNotifications()) != fmt.Sprint(b.takeNotifications()) {
+				t.Fatalf("seed %d entry %d: notifications differ", seed, idx)
+			}
+			if !bytes.Equal(a.StateBytes(), b.StateBytes()) {
+				t.Fatalf("seed %d entry %d (%s): tables differ", seed, idx, ca.Op)
+			}
+		}
+		for i, c := range randomCommands(seed, 3000) {
+			if i%3 == 0 {
+				var ids []lockID
+				a.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				for _, id := range ids {
+					l := a.locks[id]
+					if !l.unclaimed || max(a.clock, c.NowMs) > l.leaseEnd {
+						continue // the gateway's read would not answer it
+					}
+					acquire := Command{Op: OpAcquire, NowMs: c.NowMs, Kind: id.kind, Key: id.key, Owner: l.owner, ConnID: l.connID, LeaseMs: 700, Retry: true}
+					apply(acquire, claimCmd(id.kind, id.key, l.owner, l.connID, c.NowMs, 700, l.token))
+					claims++
+				}
+			}
+			apply(c, c)
+		}
+	}
+	if claims < 200 {
+		t.Fatalf("only %d claims in the streams: the test proves little", claims)
+	}
+	t.Logf("%d claims recorded", claims)
+}
