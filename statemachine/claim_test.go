@@ -14,12 +14,12 @@ func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
 	tb := run(t, []step{
 		{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 		{acq(R, "k", "b", "c2", 110, 2000, 60000), queued(0)},
-		{rel(R, "k", "a", 120), ok(0, 0)}, // index 3: b granted, unclaimed, token 3
+		{rel(R, "k", "a", 120), ok(0, 0)},                                  // index 3: b granted, unclaimed, token 3
 		{claimCmd(R, "k", "c", "c3", 130, 5000, 3), refused(CodeNotFound)}, // not b
 		{claimCmd(R, "k", "b", "c2", 130, 5000, 2), refused(CodeNotFound)}, // another grant
 		{claimCmd(R, "k", "b", "c2", 130, 5000, 3), ok(1, 3)},
 		{claimCmd(R, "k", "b", "c2", 140, 5000, 3), refused(CodeNotFound)}, // already claimed
-		{acq(R, "k", "b", "c2", 150, 5000, 0), ok(2, 3)},                  // re-entry after the claim
+		{acq(R, "k", "b", "c2", 150, 5000, 0), ok(2, 3)},                   // re-entry after the claim
 		{cancelWait(R, "k", "b", "c2", 160), Result{Code: CodeOK, WaitPosition: -1}},
 	})
 	l := tb.Lock(R, "k")
