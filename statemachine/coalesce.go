@@ -52,6 +52,9 @@ type pendingCmd struct {
 	deadline time.Time
 	start    time.Time
 	out      chan outcome // buffered: a result never blocks on a caller that left
+	// ordered: queued by record, whose caller relies on it being committed
+	// before anything proposed after it, or not at all.
+	ordered bool
 }
 
 type outcome struct {
@@ -84,14 +87,14 @@ func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) 
 // enqueue puts cmd in line. When it can be proposed at once, it is,
 // before enqueue returns; with wait set this goroutine then waits for the
 // entry's result and hands it out (so a lone command costs no goroutine
-// switch).
+// switch). Without wait it is recorded (see record).
 func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pendingCmd, error) {
 	now := time.Now()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = now.Add(10 * time.Second)
 	}
-	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1)}
+	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1), ordered: !wait}
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -300,8 +303,21 @@ func (g *groupCommit) await(s *submitted) {
 		failAll(s.batch, errClosing)
 	case dropped:
 		// Dropped before it reached the log (no leader for a moment): it
-		// was never appended, so it is proposed again, ahead of the rest.
-		g.retryLater(s.batch, now)
+		// was never appended, so it is proposed again, ahead of the rest
+		// but behind the entries that may already have followed it. A
+		// recorded command must not come after those (see Node.Record), so
+		// it fails instead, and its caller deals with that.
+		retry := s.batch[:0:0]
+		for _, p := range s.batch {
+			if p.ordered {
+				p.out <- outcome{err: fmt.Errorf("propose %s: %w: dropped before it reached the log", p.cmd.Op, ErrUnavailable)}
+				continue
+			}
+			retry = append(retry, p)
+		}
+		if len(retry) > 0 {
+			g.retryLater(retry, now)
+		}
 	}
 	nxt := g.next(now)
 	g.mu.Unlock()

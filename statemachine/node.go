@@ -225,10 +225,11 @@ var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
 
 // Record queues cmd behind every command already queued or proposed on
 // this node and returns without waiting for it: a command proposed after
-// Record returns is committed after it (unless dragonboat drops cmd's
-// entry, which is then proposed again behind what went meanwhile). The
-// channel delivers nil once cmd is committed, whatever its result, or why
-// it was not. ctx's deadline bounds how long cmd may take.
+// Record returns is committed after it, or cmd is not committed at all
+// (an entry dragonboat drops is proposed again, behind what went
+// meanwhile, but a recorded command is failed instead). The channel delivers
+// nil once cmd is committed, whatever its result, or why it was not. ctx's
+// deadline bounds how long cmd may take.
 func (n *Node) Record(ctx context.Context, cmd Command) (<-chan error, error) {
 	if n.gc == nil {
 		return nil, ErrNotOrdered
