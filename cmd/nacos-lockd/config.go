@@ -82,7 +82,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
 	testHooks := fs.String("test-hooks", "", "TEST ONLY, never in production: a control file through which the chaos suite injects clock offsets, storage faults and leader transfers")
-	coalesce := fs.Duration("coalesce-window", statemachine.DefaultCoalesceWindow, "collect renews that come in quick succession this long into one Raft entry (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell at once); 0 proposes each alone, which every member must do while nodes older than this option are in the cluster")
+	coalesce := fs.Duration("coalesce-window", statemachine.DefaultCoalesceWindow, "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry, which every member must do while nodes older than this build are in the cluster")
 	importNacos := fs.String("import-nacos", "", "import a Nacos lock snapshot (snapshot_N dir or nacos_lock.zip) into the empty data dir before starting")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
