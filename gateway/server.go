@@ -261,23 +261,8 @@ func encodeReply(c *conn, m protocol.Message) (*pb.Payload, error) {
 
 func (s *Server) handle(ctx context.Context, c *conn, p *pb.Payload) protocol.Message {
 	msg, err := protocol.Decode(p)
-	var unknown *protocol.UnknownTypeError
-	var bodyErr *protocol.BodyError
-	switch {
-	case errors.As(err, &unknown):
-		c.log.Debug().Str("type", unknown.Type).Msg("request of unknown type")
-		return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(unknown.Type))
-	case errors.As(err, &bodyErr) && bodyErr.Type == "LockOperationRequest":
-		// A lock client must always get its own response type: an
-		// ErrorResponse would make it retry the request four times.
-		if !c.isRegistered() {
-			return errorResponse(protocol.CodeUnregister, msgUnregistered)
-		}
-		c.log.Debug().Err(bodyErr.Err).Msg("unparseable lock request")
-		return lockFailure("Invalid LockOperationRequest body: " + bodyErr.Err.Error())
-	case err != nil:
-		c.log.Debug().Err(err).Msg("unparseable request")
-		return errorResponse(protocol.CodeBadGateway, "Request body could not be parsed: "+err.Error())
+	if err != nil {
+		return s.undecodable(c, err)
 	}
 	switch req := msg.(type) {
 	case *protocol.ServerCheckRequest:
@@ -298,6 +283,28 @@ func (s *Server) handle(ctx context.Context, c *conn, p *pb.Payload) protocol.Me
 	}
 	c.log.Debug().Str("type", msg.TypeName()).Msg("no handler for unary type")
 	return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(msg.TypeName()))
+}
+
+// undecodable answers a request that did not decode. (Apart from handle,
+// so that errors.As's targets, which escape, cost nothing per good call.)
+func (s *Server) undecodable(c *conn, err error) protocol.Message {
+	var unknown *protocol.UnknownTypeError
+	var bodyErr *protocol.BodyError
+	switch {
+	case errors.As(err, &unknown):
+		c.log.Debug().Str("type", unknown.Type).Msg("request of unknown type")
+		return errorResponse(protocol.CodeNoHandler, "No handler for request type "+quoteType(unknown.Type))
+	case errors.As(err, &bodyErr) && bodyErr.Type == "LockOperationRequest":
+		// A lock client must always get its own response type: an
+		// ErrorResponse would make it retry the request four times.
+		if !c.isRegistered() {
+			return errorResponse(protocol.CodeUnregister, msgUnregistered)
+		}
+		c.log.Debug().Err(bodyErr.Err).Msg("unparseable lock request")
+		return lockFailure("Invalid LockOperationRequest body: " + bodyErr.Err.Error())
+	}
+	c.log.Debug().Err(err).Msg("unparseable request")
+	return errorResponse(protocol.CodeBadGateway, "Request body could not be parsed: "+err.Error())
 }
 
 const msgUnregistered = "Connection is unregistered."

@@ -212,7 +212,13 @@ type LockOperationResponse struct {
 // 3.0-line clients read only result, 3.3-line clients prefer lockResult and
 // without it see reentrantCount 0, which disables their watchdog.
 func NewLockOperationResponse(base ResponseBase, res LockResult) *LockOperationResponse {
-	return &LockOperationResponse{ResponseBase: base, Result: res.Success, LockResult: &res}
+	// One allocation for both: every lock call answers with one.
+	a := &struct {
+		r  LockOperationResponse
+		lr LockResult
+	}{lr: res}
+	a.r = LockOperationResponse{ResponseBase: base, Result: res.Success, LockResult: &a.lr}
+	return &a.r
 }
 
 // LockNotificationRequest is pushed to a queued 3.3-line owner. Never push
