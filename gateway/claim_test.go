@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"path/filepath"
 	"testing"
@@ -166,5 +167,24 @@ func TestClaimWithoutAPushOrOrderingGoesThroughRaft(t *testing.T) {
 				t.Fatalf("after the claim: %+v %v", l, err)
 			}
 		})
+	}
+}
+
+// A connection whose client never claims keeps at most maxExpectedClaims
+// grants, and a full map makes room instead of refusing the newest.
+func TestExpectedClaimsStayBounded(t *testing.T) {
+	c := &conn{}
+	for i := range maxExpectedClaims + 10 {
+		c.expectClaim(statemachine.Notification{Kind: statemachine.KindReentrant, Key: fmt.Sprint("k", i), Owner: "o", Token: uint64(i + 1)})
+	}
+	if len(c.claims) > maxExpectedClaims {
+		t.Fatalf("%d grants remembered", len(c.claims))
+	}
+	last := maxExpectedClaims + 9
+	if tok, ok := c.takeClaim(statemachine.KindReentrant, fmt.Sprint("k", last), "o"); !ok || tok != uint64(last+1) {
+		t.Fatalf("the newest grant was not remembered: %d %v", tok, ok)
+	}
+	if _, ok := c.takeClaim(statemachine.KindReentrant, fmt.Sprint("k", last), "o"); ok {
+		t.Fatal("a taken grant is still there")
 	}
 }

@@ -129,8 +129,9 @@ type claimKey struct {
 }
 
 // maxExpectedClaims bounds the grants a connection remembers: a client
-// that never claims must not grow the map. Past it, claims simply go the
-// slower way (a Raft entry).
+// that never claims must not grow the map. A full map is forgotten whole:
+// a forgotten grant's claim simply goes the slower way (a Raft entry),
+// while keeping stale entries would slow every later claim.
 const maxExpectedClaims = 1024
 
 // expectClaim remembers a grant pushed to this connection's waiter.
@@ -140,9 +141,10 @@ func (c *conn) expectClaim(n statemachine.Notification) {
 	if c.claims == nil {
 		c.claims = make(map[claimKey]uint64)
 	}
-	if len(c.claims) < maxExpectedClaims {
-		c.claims[claimKey{n.Kind, n.Key, n.Owner}] = n.Token
+	if len(c.claims) >= maxExpectedClaims {
+		clear(c.claims)
 	}
+	c.claims[claimKey{n.Kind, n.Key, n.Owner}] = n.Token
 }
 
 // takeClaim returns and forgets the token of the grant pushed to owner for

@@ -411,12 +411,9 @@ func TestNodeGroupsConcurrentCommands(t *testing.T) {
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
-	start := time.Now()
+	// propose gives it 5 s: waiting for the hour-long window would fail it.
 	if r := propose(t, n, acq(N, "alone", "o", "c1", time.Now().UnixMilli(), 60000, 0)); !r.Success() {
 		t.Fatalf("lone acquire: %+v", r)
-	}
-	if took := time.Since(start); took > 30*time.Minute {
-		t.Fatalf("a lone acquire waited for the window (%s)", took)
 	}
 	const clients = 64
 	before, err := n.Stats()
