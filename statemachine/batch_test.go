@@ -566,3 +566,35 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 	}
 	t.Logf("%d commands in %d entries", clients*rounds, s.Applied-before)
 }
+
+// TestSecondEntryOnlyForAFollower pins the in-flight rule (groupInFlight):
+// with one entry in flight, queued commands for other locks wait for it,
+// and a command for a lock in that entry opens the second slot.
+func TestSecondEntryOnlyForAFollower(t *testing.T) {
+	cmd := func(op Op, key string) *pendingCmd { return &pendingCmd{cmd: Command{Op: op, Kind: KindNonReentrant, Key: key}} }
+	g := &groupCommit{}
+	if !g.slotFree() {
+		t.Fatal("nothing in flight: the slot must be free")
+	}
+	g.flying = []*submitted{{batch: []*pendingCmd{cmd(OpAcquire, "a"), cmd(OpAcquire, "b")}}}
+	g.queue = []*pendingCmd{cmd(OpAcquire, "c"), cmd(OpRelease, "d")}
+	g.following = g.queueFollows()
+	if g.slotFree() {
+		t.Fatal("one entry in flight and only other locks queued: the second slot must stay shut")
+	}
+	g.queue = append(g.queue, cmd(OpRelease, "b"))
+	g.following = g.queueFollows()
+	if !g.slotFree() {
+		t.Fatal("a queued release of a lock in the entry in flight must open the second slot")
+	}
+	g.queue[2].cmd.Kind = KindReentrant // same key, another kind: another lock
+	g.following = g.queueFollows()
+	if g.slotFree() {
+		t.Fatal("same key of another kind is another lock: the slot must stay shut")
+	}
+	g.following = true
+	g.flying = append(g.flying, &submitted{batch: []*pendingCmd{cmd(OpRelease, "b")}})
+	if g.slotFree() {
+		t.Fatalf("%d entries in flight: no third", groupInFlight)
+	}
+}
