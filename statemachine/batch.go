@@ -3,6 +3,7 @@ package statemachine
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 )
 
 // Grouped entries: several commands in one Raft log entry.
@@ -14,22 +15,30 @@ import (
 // succession for a short window.
 //
 // Only commands that touch exactly one lock are grouped, and at most one
-// command per lock goes into an entry. A fencing token is the index of the
-// entry that granted it, so one entry must never grant the same lock twice;
-// with one command per lock it cannot (each grants at most once: to its
-// caller, or to the queue head). Every replica checks the rules again in
-// apply, so a malformed batch is refused identically everywhere.
+// command per lock goes into an entry, with one exception below. A fencing
+// token is the index of the entry that granted it, so one entry must never
+// grant the same lock twice to holders who keep it; with one command per
+// lock it cannot (each grants at most once: to its caller, or to the queue
+// head). The exception is a CLAIM followed by one more command for its
+// lock (version 5): a CLAIM confirms a grant that an earlier entry made and
+// never grants to its caller, so the lock can change hands in that entry
+// twice only if the second command ends a grant made in the same entry,
+// which nobody has been told of yet. Every replica checks the rules again
+// in apply, so a malformed batch is refused identically everywhere.
 
 // Batch frame versions share the first byte with single commands (versions
 // 1 and 2). Version 3 may hold only RENEW and EXPIRE (the first build that
-// coalesced renews wrote it); version 4 any command that touches one lock.
-// This build writes version 4 and reads both. A build that predates a
+// coalesced renews wrote it); version 4 any command that touches one lock;
+// version 5 also a CLAIM and, after it, one more command for the same lock.
+// This build writes version 4, or 5 for an entry that has such a pair, and
+// reads all three. A build that predates a
 // version refuses the whole entry as malformed, which is why a
 // mixed-version cluster must run with batching off
 // (RaftConfig.CoalesceWindow < 0, --coalesce-window 0).
 const (
-	renewBatchVersion   = 3
-	commandBatchVersion = 4
+	renewBatchVersion     = 3
+	commandBatchVersion   = 4
+	claimPairBatchVersion = 5
 )
 
 // MaxBatch bounds the commands in one grouped entry.
@@ -54,17 +63,22 @@ func allowedIn(version byte, op Op) bool {
 }
 
 func isBatch(entry []byte) bool {
-	return len(entry) > 0 && (entry[0] == renewBatchVersion || entry[0] == commandBatchVersion)
+	return len(entry) > 0 && isBatchVersion(entry[0])
 }
 
-// encodeBatch frames already encoded commands as one entry.
-func encodeBatch(cmds [][]byte) []byte {
+func isBatchVersion(v byte) bool {
+	return v == renewBatchVersion || v == commandBatchVersion || v == claimPairBatchVersion
+}
+
+// encodeBatch frames already encoded commands as one entry of the given
+// version.
+func encodeBatch(version byte, cmds [][]byte) []byte {
 	size := 1 + binary.MaxVarintLen64
 	for _, c := range cmds {
 		size += binary.MaxVarintLen64 + len(c)
 	}
 	b := make([]byte, 0, size)
-	b = append(b, commandBatchVersion)
+	b = append(b, version)
 	b = binary.AppendUvarint(b, uint64(len(cmds)))
 	for _, c := range cmds {
 		b = binary.AppendUvarint(b, uint64(len(c)))
@@ -79,7 +93,7 @@ func encodeBatch(cmds [][]byte) []byte {
 func decodeBatch(data []byte) (byte, [][]byte, error) {
 	r := reader{b: data}
 	v := r.byte()
-	if r.err == nil && v != renewBatchVersion && v != commandBatchVersion {
+	if r.err == nil && !isBatchVersion(v) {
 		return 0, nil, fmt.Errorf("%w: batch version %d", errMalformed, v)
 	}
 	n := r.uvarint()
@@ -110,9 +124,9 @@ func decodeBatch(data []byte) (byte, [][]byte, error) {
 // ApplyBatch applies a grouped entry: each command in order, all at the
 // entry's index. A command that does not decode, may not travel in the
 // frame's version, or names a lock an earlier command of the entry
-// already touched is refused with CodeMalformed and changes nothing; the
-// others apply normally. A frame that does not decode yields no results
-// at all.
+// already touched (in version 5, unless that earlier command was a lone
+// CLAIM) is refused with CodeMalformed and changes nothing; the others
+// apply normally. A frame that does not decode yields no results at all.
 func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 	t.applied = index
 	version, cmds, err := decodeBatch(data)
@@ -121,14 +135,26 @@ func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 	}
 	results := make([]Result, len(cmds))
 	seen := make([]lockID, 0, len(cmds))
+	claimed := make([]lockID, 0) // locks whose only command so far is a CLAIM
 	for i, enc := range cmds {
 		cmd, err := DecodeCommand(enc)
 		id := lockID{cmd.Kind, cmd.Key}
-		if err != nil || !allowedIn(version, cmd.Op) || containsID(seen, id) {
+		if err != nil || !allowedIn(version, cmd.Op) {
 			results[i] = refused(CodeMalformed)
 			continue
 		}
-		seen = append(seen, id)
+		switch {
+		case !containsID(seen, id):
+			seen = append(seen, id)
+			if cmd.Op == OpClaim {
+				claimed = append(claimed, id)
+			}
+		case version == claimPairBatchVersion && containsID(claimed, id):
+			claimed = slices.DeleteFunc(claimed, func(x lockID) bool { return x == id })
+		default:
+			results[i] = refused(CodeMalformed)
+			continue
+		}
 		results[i] = t.Apply(index, cmd)
 	}
 	return results

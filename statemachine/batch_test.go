@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -17,11 +18,11 @@ import (
 
 func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 	cmds := [][]byte{renew(N, "a", "o", "c", 1, 10).Encode(), expire(N, "b", 3, 2).Encode()}
-	v, got, err := decodeBatch(encodeBatch(cmds))
+	v, got, err := decodeBatch(encodeBatch(commandBatchVersion, cmds))
 	if err != nil || v != commandBatchVersion || len(got) != 2 || !bytes.Equal(got[0], cmds[0]) || !bytes.Equal(got[1], cmds[1]) {
 		t.Fatalf("round trip: version %d %q, %v", v, got, err)
 	}
-	good := encodeBatch(cmds)
+	good := encodeBatch(commandBatchVersion, cmds)
 	tooMany := make([][]byte, MaxBatch+1)
 	for i := range tooMany {
 		tooMany[i] = cmds[0]
@@ -30,7 +31,7 @@ func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 		"empty":            {},
 		"version only":     {commandBatchVersion},
 		"no commands":      {commandBatchVersion, 0},
-		"too many":         encodeBatch(tooMany),
+		"too many":         encodeBatch(commandBatchVersion, tooMany),
 		"truncated":        good[:len(good)-1],
 		"trailing":         append(bytes.Clone(good), 0),
 		"length past end":  {commandBatchVersion, 1, 50, 1},
@@ -58,7 +59,7 @@ func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 // renewFrame frames commands the way the first coalescing build did
 // (version 3: renews and expiries only).
 func renewFrame(cmds [][]byte) []byte {
-	b := encodeBatch(cmds)
+	b := encodeBatch(commandBatchVersion, cmds)
 	b[0] = renewBatchVersion
 	return b
 }
@@ -92,7 +93,7 @@ func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 
 	// Version 4 carries every command that touches one lock, still one per
 	// lock, and refuses those that touch many.
-	rs = tb.ApplyBatch(4, encodeBatch([][]byte{
+	rs = tb.ApplyBatch(4, encodeBatch(commandBatchVersion, [][]byte{
 		acq(N, "x", "o3", "c3", 300, 1000, 0).Encode(),
 		rel(N, "a", "o1", 300).Encode(),
 		acq(N, "a", "o4", "c4", 300, 1000, 0).Encode(), // a again: refused, so a is not granted twice under one token
@@ -118,7 +119,7 @@ func TestApplyBatchHandOffTokenIsEntryIndex(t *testing.T) {
 	tb.Apply(1, acq(N, "k", "a", "c1", 0, 100, 0))
 	tb.Apply(2, acq(N, "k", "b", "c2", 10, 5000, 60000))
 	tb.Apply(3, acq(N, "j", "c", "c3", 10, 5000, 0))
-	rs := tb.ApplyBatch(4, encodeBatch([][]byte{
+	rs := tb.ApplyBatch(4, encodeBatch(commandBatchVersion, [][]byte{
 		renew(N, "k", "a", "c1", 500, 100).Encode(), // a's lease ended at 100: b gets k, a is no longer the owner
 		renew(N, "j", "c", "c3", 500, 5000).Encode(),
 	}))
@@ -132,20 +133,23 @@ func TestApplyBatchHandOffTokenIsEntryIndex(t *testing.T) {
 }
 
 // batched turns a command stream into log entries the way group commit
-// does: runs of groupable commands, one per lock, up to size per entry.
+// does: runs of groupable commands, one per lock (besides a CLAIM that
+// goes first: version 5), up to size per entry.
 func batched(cmds []Command, size int) [][]byte {
 	var entries [][]byte
 	var run [][]byte
 	var ids []lockID
+	var claimOnly []lockID // locks whose one command in run is a CLAIM
+	version := byte(commandBatchVersion)
 	flush := func() {
 		switch len(run) {
 		case 0:
 		case 1:
 			entries = append(entries, run[0])
 		default:
-			entries = append(entries, encodeBatch(run))
+			entries = append(entries, encodeBatch(version, run))
 		}
-		run, ids = nil, nil
+		run, ids, claimOnly, version = nil, nil, nil, commandBatchVersion
 	}
 	for _, c := range cmds {
 		id := lockID{c.Kind, c.Key}
@@ -154,11 +158,22 @@ func batched(cmds []Command, size int) [][]byte {
 			entries = append(entries, c.Encode())
 			continue
 		}
-		if containsID(ids, id) || len(run) == size {
+		pair := containsID(claimOnly, id)
+		if (containsID(ids, id) && !pair) || len(run) == size {
 			flush()
+			pair = false
 		}
 		run = append(run, c.Encode())
-		ids = append(ids, id)
+		switch {
+		case pair:
+			version = claimPairBatchVersion
+			claimOnly = slices.DeleteFunc(claimOnly, func(x lockID) bool { return x == id })
+		default:
+			ids = append(ids, id)
+			if c.Op == OpClaim {
+				claimOnly = append(claimOnly, id)
+			}
+		}
 	}
 	flush()
 	return entries
@@ -571,7 +586,9 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 // with one entry in flight, queued commands for other locks wait for it,
 // and a command for a lock in that entry opens the second slot.
 func TestSecondEntryOnlyForAFollower(t *testing.T) {
-	cmd := func(op Op, key string) *pendingCmd { return &pendingCmd{cmd: Command{Op: op, Kind: KindNonReentrant, Key: key}} }
+	cmd := func(op Op, key string) *pendingCmd {
+		return &pendingCmd{cmd: Command{Op: op, Kind: KindNonReentrant, Key: key}}
+	}
 	g := &groupCommit{}
 	if !g.slotFree() {
 		t.Fatal("nothing in flight: the slot must be free")

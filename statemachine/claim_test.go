@@ -2,8 +2,10 @@ package statemachine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 func claimCmd(kind Kind, key, owner, conn string, now, lease int64, token uint64) Command {
@@ -86,4 +88,149 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 		t.Fatalf("only %d claims in the streams: the test proves little", claims)
 	}
 	t.Logf("%d claims recorded", claims)
+}
+
+// A claim's record waits for the next command for its lock and shares its
+// entry (frame version 5). Random streams with the gateway's claims in
+// them, grouped that way: every grouped entry applies exactly as its
+// commands one by one at its index, and no (lock, token) ever belongs to
+// two owners, whether told by a reply (ACQUIRE, CLAIM) or holding it when
+// an entry ends.
+func TestClaimPairsStayFenced(t *testing.T) {
+	pairs := 0
+	for seed := uint64(1); seed <= 20; seed++ {
+		// The stream is built against a table that applies it one by one,
+		// so that the claims name real unclaimed grants, as the gateway's
+		// read would find them.
+		probe := NewTable()
+		var stream []Command
+		var idx uint64
+		for i, c := range randomCommands(seed, 3000) {
+			if i%3 == 0 {
+				var ids []lockID
+				probe.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				for _, id := range ids {
+					l := probe.locks[id]
+					if !l.unclaimed || max(probe.clock, c.NowMs) > l.leaseEnd {
+						continue
+					}
+					cl := claimCmd(id.kind, id.key, l.owner, l.connID, c.NowMs, 700, l.token)
+					idx++
+					probe.Apply(idx, cl)
+					stream = append(stream, cl)
+				}
+			}
+			idx++
+			probe.Apply(idx, c)
+			stream = append(stream, c)
+		}
+		entries := batched(stream, 8)
+		a, one := NewTable(), NewTable()
+		owners := map[string]string{} // lock and token -> owner
+		own := func(entry uint64, id lockID, token uint64, owner string) {
+			k := fmt.Sprint(id, "/", token)
+			if o, ok := owners[k]; ok && o != owner {
+				t.Fatalf("seed %d entry %d: %v token %d belongs to %s and %s", seed, entry, id, token, o, owner)
+			}
+			owners[k] = owner
+		}
+		for i, e := range entries {
+			idx := uint64(i + 1)
+			ra := applyEntry(a, idx, e)
+			var encs [][]byte
+			if isBatch(e) {
+				var v byte
+				v, encs, _ = decodeBatch(e)
+				if v == claimPairBatchVersion {
+					pairs++
+				}
+			} else {
+				encs = [][]byte{e}
+			}
+			var rs []Result
+			for k, enc := range encs {
+				cmd, _ := DecodeCommand(enc)
+				r := one.Apply(idx, cmd)
+				rs = append(rs, r)
+				if isBatch(e) && ra[k].Code == CodeMalformed {
+					t.Fatalf("seed %d entry %d: a well-formed batch refused %s", seed, idx, cmd.Op)
+				}
+				if r.Success() && (cmd.Op == OpClaim || (cmd.Op == OpAcquire && r.WaitPosition < 0)) {
+					own(idx, lockID{cmd.Kind, cmd.Key}, r.Token, cmd.Owner)
+				}
+			}
+			if fmt.Sprint(rs) != fmt.Sprint(ra) || !bytes.Equal(one.StateBytes(), a.StateBytes()) {
+				t.Fatalf("seed %d entry %d: a batch applied differently from its commands one by one", seed, idx)
+			}
+			a.takeNotifications()
+			one.takeNotifications()
+			checkInvariants(t, a)
+			for id, l := range a.locks {
+				if l.held() {
+					own(idx, id, l.token, l.owner)
+				}
+			}
+		}
+	}
+	if pairs < 100 {
+		t.Fatalf("only %d entries paired a claim with another command: the test proves little", pairs)
+	}
+	t.Logf("%d entries paired a claim", pairs)
+}
+
+// On a node, a claim's record waits for the next command for its lock and
+// goes out in one entry with it; with nothing following it is committed
+// once the window ends.
+func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 200 * time.Millisecond}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	now := func() int64 { return time.Now().UnixMilli() }
+	hand := func(key string) LockInfo {
+		// a holds, b queues, a releases: b holds an unclaimed grant.
+		propose(t, n, acq(N, key, "a", "c1", now(), 60000, 0))
+		propose(t, n, acq(N, key, "b", "c2", now(), 60000, 60000))
+		propose(t, n, rel(N, key, "a", now()))
+		l, err := n.Lock(N, key)
+		if err != nil || l.Owner != "b" || !l.Unclaimed {
+			t.Fatalf("%s after hand-off: %+v %v", key, l, err)
+		}
+		return l
+	}
+	record := func(l LockInfo) <-chan error {
+		done, err := n.Record(context.Background(), claimCmd(N, l.Key, "b", "c2", now(), 60000, l.Token))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return done
+	}
+
+	l := hand("paired")
+	before, _ := n.Stats()
+	done := record(l)
+	if r := propose(t, n, rel(N, "paired", "b", now())); !r.Success() || r.Count != 0 {
+		t.Fatalf("release after the claim: %+v", r) // a release of an unclaimed grant would answer the same; the entry count tells them apart
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("claim record: %v", err)
+	}
+	after, _ := n.Stats()
+	if entries := after.Applied - before.Applied; entries != 1 {
+		t.Fatalf("claim record and release took %d entries; want one", entries)
+	}
+
+	l = hand("alone")
+	done = record(l)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("lone claim record: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lone claim record was never committed")
+	}
+	if l, err := n.Lock(N, "alone"); err != nil || l.Owner != "b" || l.Unclaimed {
+		t.Fatalf("after the lone claim record: %+v %v", l, err)
+	}
 }

@@ -31,6 +31,13 @@ const DefaultCoalesceWindow = 5 * time.Millisecond
 // (W2 c=16 lost a third of its grants with one slot for everything).
 const groupInFlight = 2
 
+// claimWaitMinLeaseMs is the shortest lease whose claim record may wait
+// out the window. The gateway answers a claim only with at least half the
+// lease left, and the record must apply before that half runs out (see
+// DESIGN.md, "A claim in no entry of its own"); below a second the record
+// is proposed at once, as any other command.
+const claimWaitMinLeaseMs = 1000
+
 // groupCommit is the node's one way into Raft when batching is on (see
 // batch.go for the entry format). Commands are proposed in the order they
 // arrive (an entry that dragonboat drops is proposed again, after entries
@@ -110,11 +117,23 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 	if !g.following && g.inFlightHas(cmd) {
 		g.following = true
 	}
-	if cmd.Op == OpRenew {
+	switch cmd.Op {
+	case OpRenew:
 		quiet := now.Sub(g.lastRenew) > g.window
 		g.lastRenew = now
-		if !quiet && g.renewsOnly() && len(g.queue) < MaxBatch {
+		if !quiet && g.canWait() && len(g.queue) < MaxBatch {
 			// Renews in quick succession: wait out the window for more.
+			g.armFlush(g.queue[0].start.Add(g.window))
+			g.mu.Unlock()
+			return p, nil
+		}
+	case OpClaim:
+		if g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs && g.canWait() && len(g.queue) < MaxBatch {
+			// A claim's record: its caller already has its answer, and the
+			// next command for the lock (the new holder's release, the
+			// previous holder queueing again) usually follows within a
+			// round trip. Waiting for it lets the two share an entry, where
+			// proposing now would cost a hand-off an entry of its own.
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
@@ -142,10 +161,11 @@ func (g *groupCommit) record(ctx context.Context, cmd Command) (<-chan outcome, 
 	return p.out, nil
 }
 
-// renewsOnly reports whether every queued command is a renew (mu held).
-func (g *groupCommit) renewsOnly() bool {
+// canWait reports whether everything queued may wait out the window:
+// renews and claim records, which no caller is waiting on to act (mu held).
+func (g *groupCommit) canWait() bool {
 	for _, p := range g.queue {
-		if p.cmd.Op != OpRenew {
+		if p.cmd.Op != OpRenew && p.cmd.Op != OpClaim {
 			return false
 		}
 	}
@@ -265,9 +285,10 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 }
 
 // take removes the next entry's commands from the front of the queue:
-// everything in order up to MaxBatch, at most one command per lock (a
-// second one for a lock waits for the next entry, and so does everything
-// after it for that lock), and a command that touches more than one lock
+// everything in order up to MaxBatch, at most one command per lock besides
+// a CLAIM that goes first (a further one for a lock waits for the next
+// entry, and so does everything after it for that lock), and a command
+// that touches more than one lock
 // (CLEANUP_CONNECTION, FORCE_RELEASE) alone (mu held). It never returns an
 // empty batch while the queue holds a command whose deadline is ahead.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
@@ -292,7 +313,7 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 		if len(batch) > 0 && !groupable(batch[0].cmd.Op) {
 			break
 		}
-		if hasLock(batch, p.cmd) || hasLock(rest, p.cmd) {
+		if hasLock(rest, p.cmd) || (hasLock(batch, p.cmd) && !joinsClaim(batch, p.cmd)) {
 			rest = append(rest, p)
 			continue
 		}
@@ -300,6 +321,30 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 	}
 	g.queue = append(rest, g.queue[i:]...)
 	return batch
+}
+
+// joinsClaim reports whether cmd may follow the commands for its lock
+// already in batch: only when that is a lone CLAIM (frame version 5).
+func joinsClaim(batch []*pendingCmd, cmd Command) bool {
+	n, claim := 0, false
+	for _, p := range batch {
+		if p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
+			n++
+			claim = p.cmd.Op == OpClaim
+		}
+	}
+	return n == 1 && claim
+}
+
+// batchVersion is the frame version a batch needs: 5 when a CLAIM shares
+// it with another command for its lock, else 4, which older builds read.
+func batchVersion(batch []*pendingCmd) byte {
+	for i, p := range batch {
+		if p.cmd.Op == OpClaim && hasLock(batch[i+1:], p.cmd) {
+			return claimPairBatchVersion
+		}
+	}
+	return commandBatchVersion
 }
 
 func hasLock(batch []*pendingCmd, cmd Command) bool {
@@ -323,7 +368,7 @@ func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*drago
 		for i, p := range batch {
 			cmds[i] = p.cmd.Encode()
 		}
-		entry = encodeBatch(cmds)
+		entry = encodeBatch(batchVersion(batch), cmds)
 	}
 	g.n.m.coalescedEntry(len(batch))
 	return g.n.nh.Propose(g.n.session, entry, timeout)
