@@ -63,6 +63,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if errors.Is(err, errHelp) {
 		return nil
 	}
+	if errors.Is(err, errVersion) {
+		_, err = fmt.Fprintln(stdout, currentBuild())
+		return err
+	}
 	if err != nil {
 		return err
 	}
@@ -100,7 +104,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		replicaID = cfg.bootstrapReplicaID()
 	}
 	nodeID := strconv.FormatUint(replicaID, 10)
-	log.Info().Str("node", nodeID).Str("mode", cfg.mode()).Int("main_port", self.Port).
+	build := currentBuild()
+	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("node", nodeID).Str("mode", cfg.mode()).Int("main_port", self.Port).
 		Int("grpc_port", self.GRPCPort()).Str("raft", self.RaftAddress()).Int("members", len(cfg.members)).
 		Str("data_dir", cfg.dataDir).Int64("default_lease_ms", cfg.lock.DefaultLeaseMs).
 		Int64("max_lease_ms", cfg.lock.MaxLeaseMs).Int64("disconnect_grace_ms", cfg.lock.DisconnectGraceMs).

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestVersionFlag builds the binary the way `make release` does, with the
+// version, commit and date stamped by -ldflags -X, and checks that
+// --version prints exactly those; a build without them prints "dev".
+func TestVersionFlag(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	dir := t.TempDir()
+	stamped := filepath.Join(dir, "stamped")
+	ldflags := "-X main.version=v9.8.7-test -X main.commit=0123abcd -X main.buildDate=2026-12-01T10:00:00Z"
+	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", stamped, "nacos-lockd/cmd/nacos-lockd")
+	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err := exec.Command(stamped, "--version").CombinedOutput()
+	if err != nil {
+		t.Fatalf("--version: %v\n%s", err, out)
+	}
+	want := "nacos-lockd v9.8.7-test (commit 0123abcd, built 2026-12-01T10:00:00Z, go"
+	if !strings.HasPrefix(string(out), want) || strings.Count(string(out), "\n") != 1 {
+		t.Fatalf("--version printed %q, want one line starting %q", out, want)
+	}
+
+	// -version (Go's single dash) and flags beside it do not start a server.
+	out, err = exec.Command(stamped, "--port", "1", "-version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "nacos-lockd v9.8.7-test ") {
+		t.Fatalf("-version with other flags: %v %q", err, out)
+	}
+
+	plain := filepath.Join(dir, "plain")
+	if out, err := exec.Command("go", "build", "-o", plain, "nacos-lockd/cmd/nacos-lockd").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	out, err = exec.Command(plain, "--version").CombinedOutput()
+	if err != nil || !strings.HasPrefix(string(out), "nacos-lockd dev (commit ") {
+		t.Fatalf("unstamped --version: %v %q", err, out)
+	}
+}
