@@ -5,6 +5,7 @@ GO        ?= go
 BIN       := bin
 PORT      ?= 8848
 DATA_DIR  ?= ./data
+CONFIG    ?=   # make run CONFIG=application.properties
 FUZZTIME  ?= 20000x
 MVN       ?= mvn
 MVN_FLAGS ?= -B -ntp -fae
@@ -17,7 +18,7 @@ help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 build: ## binaries into ./bin: nacos-lockd, nacos-lockctl, nacos-lock-bench
-	$(GO) build -trimpath -o $(BIN)/ ./cmd/...
+	$(GO) build -trimpath -ldflags '$(STAMP)' -o $(BIN)/ ./cmd/...
 
 # --- release: static binaries (no cgo, no libc: they run FROM scratch) with the version
 # stamped in. VERSION defaults to `git describe`; BUILD_DATE to the commit's time, so two
@@ -28,7 +29,8 @@ COMMIT     ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 BUILD_DATE ?= $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u +%Y-%m-%dT%H:%M:%SZ)
 PLATFORMS  ?= linux/amd64 linux/arm64
 RELEASE_CMDS := nacos-lockd nacos-lockctl
-LDFLAGS    := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+STAMP      := -X main.version=$(VERSION) -X main.commit=$(COMMIT) -X main.buildDate=$(BUILD_DATE)
+LDFLAGS    := -s -w $(STAMP)
 
 release: ## static linux/amd64 and linux/arm64 binaries, version stamped, and SHA256SUMS into ./dist
 	@rm -rf $(DIST) && mkdir -p $(DIST)
@@ -49,8 +51,8 @@ release-check: ## the release binary for this machine prints its stamped version
 	done
 	cd $(DIST) && sha256sum --quiet -c SHA256SUMS
 
-run: build ## one node, embedded storage, main port 8848 (gRPC 9848, Raft 7848), data in ./data
-	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR)
+run: build ## one node: make run [PORT=8848] [DATA_DIR=./data] [CONFIG=application.properties]; SDK gRPC PORT+1000, Raft PORT-1000
+	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR) $(if $(strip $(CONFIG)),--config $(CONFIG))
 
 test: vet fmt-check test-go fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
 
@@ -61,8 +63,8 @@ fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-test-go: ## Go unit, gateway, process and cluster tests, race detector on
-	$(GO) test -race -timeout 20m ./...
+test-go: ## Go unit, gateway, process and cluster tests, race detector on, never cached (-count=1)
+	$(GO) test -race -count=1 -timeout 20m ./...
 
 # Every fuzz target, FUZZTIME each. The default is a count of inputs, not a duration: with a
 # duration, Go 1.26's fuzz coordinator can report a bare `context deadline exceeded` at the end
@@ -100,7 +102,7 @@ interop-nacos: build ## differential run vs a real Nacos 3.1.0 (pig-mesh rebuild
 nacos-fixtures: ## regenerate compat/testdata/nacos from real Java serialisation (not in CI)
 	$(MVN) -B -q -f interop/nacos-snapshot-fixtures/pom.xml compile exec:exec
 
-# --- issue 9: benchmark (bench/README.md). Ratios only: the machine is shared.
+# --- benchmark (bench/README.md). Ratios only: the machine is shared.
 BENCH_FLAGS ?=
 
 
@@ -119,7 +121,7 @@ bench-ab: build ## before/after of a change: make bench-ab B=/path/to/changed/na
 bench-etcd: ## build the etcd peer (own module, etcd's dependencies stay out of go.mod)
 	cd bench/etcd && $(GO) build -mod=mod -trimpath -o bin/etcd-peer .
 
-# --- issue 8: fault injection, histories checked with porcupine (interop/chaos/README.md)
+# --- fault injection, histories checked with porcupine (interop/chaos/README.md)
 DURATION ?= 30m
 # Partitions need network namespaces (root, iproute2); CHAOS_CI_NET=auto falls back to loopback.
 CHAOS_CI_NET ?= netns
