@@ -11,7 +11,7 @@ MVN       ?= mvn
 MVN_FLAGS ?= -B -ntp -fae
 NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
-.PHONY: release release-check build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
+.PHONY: release release-check systemd-check build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
 	nacos-fixtures vet fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd chaos chaos-ci
 
 help: ## list targets
@@ -54,7 +54,7 @@ release-check: ## the release binary for this machine prints its stamped version
 run: build ## one node: make run [PORT=8848] [DATA_DIR=./data] [CONFIG=application.properties]; SDK gRPC PORT+1000, Raft PORT-1000
 	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR) $(if $(strip $(CONFIG)),--config $(CONFIG))
 
-test: vet fmt-check test-go fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
+test: vet fmt-check test-go systemd-check fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
 
 vet: ## go vet
 	$(GO) vet ./...
@@ -131,6 +131,20 @@ chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), fails on
 
 chaos: ## long run: make chaos DURATION=30m (3 nodes, then 5 nodes, DURATION each)
 	CHAOS_REQUIRE_HOOKS=1 CHAOS_DURATION=$(DURATION) $(GO) test -tags chaos -count=1 -timeout 0 -run '^TestChaos$$' -v ./interop/chaos
+
+# --- deploy/systemd: the unit must pass systemd-analyze verify without a single warning (it
+# exits 0 on "Unknown key ... ignoring", so any output fails). verify wants ExecStart's binary at
+# /usr/local/bin/nacos-lockd, so it runs against a scratch root holding the unit, that binary and
+# the host's own system units. TestSystemdUnit (./deploy, in test-go) runs ExecStart's command line.
+systemd-check: build ## systemd-analyze verify deploy/systemd/nacos-lockd.service (CI; Debian package systemd)
+	@command -v systemd-analyze >/dev/null || { echo "systemd-analyze is missing (Debian: apt-get install systemd)"; exit 1; }
+	@root=$$(mktemp -d); trap 'rm -rf "$$root"' EXIT; \
+	mkdir -p "$$root/usr/local/bin" "$$root/etc/systemd/system" "$$root/lib/systemd" && \
+	cp -a /lib/systemd/system "$$root/lib/systemd/" && \
+	cp $(BIN)/nacos-lockd "$$root/usr/local/bin/" && cp deploy/systemd/nacos-lockd.service "$$root/etc/systemd/system/" && \
+	out=$$(systemd-analyze verify --root="$$root" /etc/systemd/system/nacos-lockd.service 2>&1); rc=$$?; \
+	if [ $$rc -ne 0 ] || [ -n "$$out" ]; then echo "$$out"; echo "systemd-analyze verify failed (exit $$rc, or warnings above)"; exit 1; fi; \
+	echo "systemd-analyze verify deploy/systemd/nacos-lockd.service: clean"
 
 proto: ## regenerate protocol/pb with pinned protoc and plugins
 	./protocol/gen.sh
