@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"nacos-lockd/compat"
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth"
@@ -53,13 +54,19 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return runImportNacos(args[1:], stdout, stderr)
 		case "snapshot":
 			return runSnapshot(args[1:], stdout, stderr)
+		case "container":
+			return runContainer(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseConfig(args, os.Getenv, stderr)
+	return runWith(ctx, args, os.Getenv, nil, stdout, stderr)
+}
+
+func runWith(ctx context.Context, args []string, getenv func(string) string, overlay compat.Properties, stdout, stderr io.Writer) error {
+	cfg, err := parseConfigWith(args, getenv, overlay, stderr)
 	if errors.Is(err, errHelp) {
 		return nil
 	}
@@ -231,7 +238,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		CoalesceWindow:     coalesceWindow(cfg.coalesceWindow),
 	}, db, gw.Notify, log)
 	if err != nil {
-		return err
+		return explainRaftStart(raftDir, self.RaftAddress(), err)
 	}
 	defer node.Close() // after the gateway has drained, before storage closes
 	peers.node = node
