@@ -74,6 +74,13 @@ var envNames = map[string]string{
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	return parseConfigWith(args, getenv, nil, stderr)
+}
+
+// parseConfigWith is parseConfig with properties that override the
+// properties file (the container entrypoint's mapping of Nacos image
+// environment variables such as NACOS_AUTH_ENABLE).
+func parseConfigWith(args []string, getenv func(string) string, overlay compat.Properties, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("nacos-lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port): HTTP admin API; SDK gRPC listens on port+1000, Raft on port-1000")
@@ -129,6 +136,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return config{}, fmt.Errorf("read config: %w", err)
 		}
 		props = p
+	}
+	for k, v := range overlay {
+		props[k] = v
 	}
 	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos, testHooks: *testHooks,
 		coalesceWindow: *coalesce}
