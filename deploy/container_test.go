@@ -1,0 +1,287 @@
+package deploy
+
+import (
+	"archive/tar"
+	"bytes"
+	"debug/elf"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"nacos-lockd/interop/client"
+	"nacos-lockd/interop/procs"
+	"nacos-lockd/protocol"
+)
+
+// podman runs one podman command and returns its stdout.
+func podman(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := podmanErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func podmanBin() string {
+	if bin := os.Getenv("NACOS_LOCKD_PODMAN"); bin != "" {
+		return bin
+	}
+	return "podman"
+}
+
+// podmanLogs is a container's stdout (the banner) and stderr (the JSON log).
+func podmanLogs(name string) string {
+	out, err := exec.Command(podmanBin(), "logs", name).CombinedOutput()
+	if err != nil {
+		return fmt.Sprintf("podman logs %s: %v\n%s", name, err, out)
+	}
+	return string(out)
+}
+
+func podmanErr(args ...string) (string, error) {
+	cmd := exec.Command(podmanBin(), args...)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("podman %s: %v\n%s", strings.Join(args, " "), err, errOut.String())
+	}
+	return out.String(), nil
+}
+
+// TestContainerImage checks the image `make image` built (make image-test
+// runs it; NACOS_LOCKD_IMAGE names the image): its configuration and its
+// files, then runs it with podman, configured as nacos/nacos-server is (a
+// mounted application.properties, MODE and NACOS_SERVER_PORT), takes and
+// releases a lock through the published SDK port, stops it with SIGTERM
+// and starts it again on the same /data volume.
+func TestContainerImage(t *testing.T) {
+	image := os.Getenv("NACOS_LOCKD_IMAGE")
+	if image == "" {
+		t.Skip("NACOS_LOCKD_IMAGE is not set: run `make image-test`")
+	}
+	runFlags := strings.Fields(os.Getenv("NACOS_LOCKD_PODMAN_RUN_FLAGS"))
+
+	// Configuration: non-root, the volume, the ports, the entrypoint.
+	var inspect []struct {
+		Config struct {
+			User         string
+			ExposedPorts map[string]struct{}
+			Volumes      map[string]struct{}
+			Entrypoint   []string
+			StopSignal   string
+		}
+		Architecture string
+	}
+	if err := json.Unmarshal([]byte(podman(t, "image", "inspect", image)), &inspect); err != nil || len(inspect) != 1 {
+		t.Fatalf("image inspect: %v", err)
+	}
+	cfg := inspect[0].Config
+	if cfg.User != "10001:10001" || cfg.StopSignal != "SIGTERM" || strings.Join(cfg.Entrypoint, " ") != "/usr/local/bin/nacos-lockd container" {
+		t.Errorf("image config: user %q, stop signal %q, entrypoint %q", cfg.User, cfg.StopSignal, cfg.Entrypoint)
+	}
+	for _, p := range []string{"8848/tcp", "9848/tcp", "7848/tcp"} {
+		if _, ok := cfg.ExposedPorts[p]; !ok {
+			t.Errorf("port %s not exposed: %v", p, cfg.ExposedPorts)
+		}
+	}
+	if _, ok := cfg.Volumes["/data"]; !ok || len(cfg.Volumes) != 1 {
+		t.Errorf("volumes %v, want /data", cfg.Volumes)
+	}
+
+	// Files: exactly these, the binaries static for the image's architecture.
+	id := strings.TrimSpace(podman(t, "create", image))
+	export := podman(t, "export", id)
+	podman(t, "rm", id)
+	files := map[string]*tar.Header{}
+	tr := tar.NewReader(strings.NewReader(export))
+	var lockd []byte
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[strings.TrimSuffix(h.Name, "/")] = h
+		if h.Name == "usr/local/bin/nacos-lockd" {
+			lockd, _ = io.ReadAll(tr)
+		}
+	}
+	var names []string
+	for n, h := range files {
+		if h.Typeflag == tar.TypeReg {
+			names = append(names, n)
+		}
+	}
+	if strings.Join(sorted(names), " ") != "etc/group etc/passwd usr/local/bin/nacos-lockctl usr/local/bin/nacos-lockd" {
+		t.Errorf("files in the image: %v", sorted(names))
+	}
+	if d := files["data"]; d == nil || d.Typeflag != tar.TypeDir || d.Uid != 10001 || d.Gid != 10001 {
+		t.Errorf("/data: %+v, want a directory of 10001:10001", d)
+	}
+	if b := files["usr/local/bin/nacos-lockd"]; b == nil || b.Uid != 0 || b.Mode&0o022 != 0 || b.Mode&0o111 == 0 {
+		t.Errorf("/usr/local/bin/nacos-lockd: %+v, want root's, executable, not writable by others", b)
+	}
+	if f, err := elf.NewFile(bytes.NewReader(lockd)); err != nil {
+		t.Errorf("nacos-lockd is not ELF: %v", err)
+	} else {
+		for _, p := range f.Progs {
+			if p.Type == elf.PT_INTERP {
+				t.Error("nacos-lockd is dynamically linked (has an interpreter): scratch has no libc")
+			}
+		}
+		want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}[inspect[0].Architecture]
+		if f.Machine != want {
+			t.Errorf("nacos-lockd is for %v, the image for %s", f.Machine, inspect[0].Architecture)
+		}
+	}
+
+	// Run it as a Nacos user would: a mounted properties file, MODE, a port
+	// by NACOS_SERVER_PORT, a named volume for /data.
+	port := procs.FreePorts(t, 1)[0]
+	dir := t.TempDir()
+	props := filepath.Join(dir, "application.properties")
+	if err := os.WriteFile(props, []byte("nacos.lock.default_expire_time=7000\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
+	volume, name := "nacos-lockd-test-"+suffix, "nacos-lockd-test-"+suffix
+	t.Cleanup(func() {
+		_, _ = podmanErr("rm", "-f", "-t", "0", name)
+		_, _ = podmanErr("volume", "rm", "-f", volume)
+	})
+	// dragonboat ties the Raft log to the host name, and every run gets a
+	// new one unless given: the volume's container keeps its name.
+	hostname := "nacos-lockd-0"
+	start := func() {
+		t.Helper()
+		args := append([]string{"run", "-d", "--name", name, "--hostname", hostname}, runFlags...)
+		args = append(args,
+			"-p", fmt.Sprintf("127.0.0.1:%d:8849", port), "-p", fmt.Sprintf("127.0.0.1:%d:9849", port+1000),
+			"-v", volume+":/data", "-v", props+":/home/nacos/conf/application.properties:ro",
+			"-e", "MODE=standalone", "-e", "NACOS_SERVER_PORT=8849", image)
+		podman(t, args...)
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+			if err == nil {
+				r.Body.Close()
+				if r.StatusCode == http.StatusOK {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				logs := podmanLogs(name)
+				t.Fatalf("container not ready in 60 s: %v\n%s", err, logs)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	stop := func() time.Duration {
+		t.Helper()
+		t0 := time.Now()
+		podman(t, "stop", "-t", "30", name)
+		took := time.Since(t0)
+		if code := strings.TrimSpace(podman(t, "inspect", "--format", "{{.State.ExitCode}}", name)); code != "0" {
+			logs := podmanLogs(name)
+			t.Fatalf("exit code %s after SIGTERM:\n%s", code, logs)
+		}
+		return took
+	}
+	lockInfo := func(key string) (int, map[string]any) {
+		t.Helper()
+		r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/locks/NON_REENTRANT/%s", port, key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		var m map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&m)
+		return r.StatusCode, m
+	}
+
+	start()
+	ctx, cancel := client.Timeout(20 * time.Second)
+	defer cancel()
+	c, err := client.Dial(ctx, fmt.Sprintf("127.0.0.1:%d", port+1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	li := client.Instance("through-the-container", "NON_REENTRANT", "test", client.Ms(-1), nil)
+	if r, err := c.Lock(ctx, protocol.OpAcquire, li); err != nil || !r.Result {
+		t.Fatalf("acquire: %+v %v", r, err)
+	}
+	code, held := lockInfo("through-the-container")
+	if code != 200 || held["leaseEndMs"].(float64)-held["acquiredAtMs"].(float64) != 7000 {
+		t.Fatalf("held lock %d %v: want the mounted file's default lease of 7000 ms", code, held)
+	}
+	rel := li
+	rel.ExpiredTime = client.Ms(0)
+	if r, err := c.Lock(ctx, protocol.OpRelease, rel); err != nil || !r.Result {
+		t.Fatalf("release: %+v %v", r, err)
+	}
+	if code, _ := lockInfo("through-the-container"); code != 404 {
+		t.Fatalf("after release: %d, want 404", code)
+	}
+	// A lock held across a stop and a start: it lives in the volume.
+	kept := client.Instance("kept-in-data", "NON_REENTRANT", "test", client.Ms(120000), nil)
+	if r, err := c.Lock(ctx, protocol.OpAcquire, kept); err != nil || !r.Result {
+		t.Fatalf("acquire: %+v %v", r, err)
+	}
+	took := stop()
+	_ = c.Close()
+	logs := podmanLogs(name)
+	if !strings.Contains(logs, `"message":"nacos-lockd stopped"`) {
+		t.Errorf("no clean stop in the logs:\n%s", logs)
+	}
+	if !strings.Contains(logs, "ready: single-node node 127.0.0.1:8849") || !strings.Contains(logs, `"data_dir":"/data"`) {
+		t.Errorf("not started as configured (banner, /data):\n%s", logs)
+	}
+	if took > 15*time.Second {
+		t.Errorf("SIGTERM stop took %v", took)
+	}
+	t.Logf("podman stop (SIGTERM) with a client connected: %v", took)
+
+	mount := strings.TrimSpace(podman(t, "volume", "inspect", "--format", "{{.Mountpoint}}", volume))
+	if fi, err := os.Stat(filepath.Join(mount, "locks")); err != nil {
+		t.Errorf("no lock table in the volume: %v", err)
+	} else if uid := ownerOf(fi); uid != 10001 {
+		t.Errorf("the volume's files belong to uid %d, want 10001 (the image's user)", uid)
+	}
+
+	podman(t, "rm", name)
+
+	// Under another host name the start fails, and says why and what to do.
+	hostname = "another-name"
+	args := append([]string{"run", "--name", name, "--hostname", hostname}, runFlags...)
+	out, err := podmanErr(append(args, "-v", volume+":/data", "-e", "NACOS_SERVER_PORT=8849", image)...)
+	if err == nil || !strings.Contains(err.Error(), "written on a host named nacos-lockd-0") || !strings.Contains(err.Error(), "--hostname") {
+		t.Fatalf("start under another host name: %v\n%s", err, out)
+	}
+	podman(t, "rm", name)
+
+	hostname = "nacos-lockd-0"
+	start()
+	if code, m := lockInfo("kept-in-data"); code != 200 || m["owner"] != "test" {
+		t.Fatalf("after a restart on the same volume: %d %v", code, m)
+	}
+	stop()
+}
+
+func sorted(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}
