@@ -2,6 +2,7 @@ package deploy
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -202,14 +204,7 @@ func TestContainerImage(t *testing.T) {
 	}
 	lockInfo := func(key string) (int, map[string]any) {
 		t.Helper()
-		r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/locks/NON_REENTRANT/%s", port, key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		var m map[string]any
-		_ = json.NewDecoder(r.Body).Decode(&m)
-		return r.StatusCode, m
+		return lockInfoOf(t, port, "NON_REENTRANT", key)
 	}
 
 	start()
@@ -235,7 +230,15 @@ func TestContainerImage(t *testing.T) {
 	if code, _ := lockInfo("through-the-container"); code != 404 {
 		t.Fatalf("after release: %d, want 404", code)
 	}
+	// The real Java client, as the README's "Use it from Java" has it.
+	javaThroughContainer(t, fmt.Sprintf("127.0.0.1:%d", port), func(key string) int {
+		code, _ := lockInfoOf(t, port, "NACOS_LOCK", key)
+		return code
+	})
+
 	// A lock held across a stop and a start: it lives in the volume.
+	ctx, cancel = client.Timeout(20 * time.Second) // the Java example took a while
+	defer cancel()
 	kept := client.Instance("kept-in-data", "NON_REENTRANT", "test", client.Ms(120000), nil)
 	if r, err := c.Lock(ctx, protocol.OpAcquire, kept); err != nil || !r.Result {
 		t.Fatalf("acquire: %+v %v", r, err)
@@ -284,4 +287,123 @@ func sorted(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return out
+}
+
+// lockInfoOf asks the admin API about one lock: 200 and its details, or 404.
+func lockInfoOf(t *testing.T, port int, typ, key string) (int, map[string]any) {
+	t.Helper()
+	r, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/v1/locks/%s/%s", port, typ, key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(r.Body).Decode(&m)
+	return r.StatusCode, m
+}
+
+// javaThroughContainer compiles the README's Java example against the
+// recommended nacos-client (Maven resolves it and its dependencies, as for
+// the interop suite), points it at serverAddr, and checks through
+// lockState (the admin API's status for a NACOS_LOCK key) that the lock is
+// held inside the critical section and free after the program ends.
+func javaThroughContainer(t *testing.T, serverAddr string, lockState func(key string) int) {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := string(readme)[strings.Index(string(readme), "## Use it from Java"):]
+	version := regexp.MustCompile(`<version>([^<]+)</version>`).FindStringSubmatch(section)
+	blocks := regexp.MustCompile("(?s)```java\n(.*?)```").FindStringSubmatch(section)
+	if version == nil || blocks == nil {
+		t.Fatal("README: no Maven version or Java example under \"Use it from Java\"")
+	}
+	var imports, body []string
+	for _, l := range strings.Split(blocks[1], "\n") {
+		if strings.HasPrefix(l, "import ") {
+			imports = append(imports, l)
+		} else if strings.TrimSpace(l) != "" {
+			body = append(body, l)
+		}
+	}
+	code := strings.Join(body, "\n")
+	// The example as written, pointed at the container, with a critical
+	// section that says it is in there and stays a moment.
+	for old, repl := range map[string]string{
+		`"127.0.0.1:8848"`:       strconv.Quote(serverAddr),
+		"/* critical section */": `System.out.println("in critical section"); System.out.flush(); Thread.sleep(1500);`,
+	} {
+		if !strings.Contains(code, old) {
+			t.Fatalf("README's Java example lacks %s:\n%s", old, code)
+		}
+		code = strings.Replace(code, old, repl, 1)
+	}
+	key := regexp.MustCompile(`NLockFactory.getLock\("([^"]+)"`).FindStringSubmatch(code)
+	if key == nil {
+		t.Fatalf("no NLockFactory.getLock(\"key\", ...) in:\n%s", code)
+	}
+	dir := t.TempDir()
+	src := strings.Join(imports, "\n") + "\n\npublic class ReadmeExample {\n    public static void main(String[] args) throws Exception {\n" +
+		code + "\n        System.out.println(\"done\");\n        System.exit(0);\n    }\n}\n"
+	if err := os.WriteFile(filepath.Join(dir, "ReadmeExample.java"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pom := fmt.Sprintf(`<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
+<groupId>nacos-lockd</groupId><artifactId>readme-example</artifactId><version>0</version>
+<dependencies><dependency><groupId>com.alibaba.nacos</groupId><artifactId>nacos-client</artifactId><version>%s</version></dependency></dependencies>
+</project>`, version[1])
+	if err := os.WriteFile(filepath.Join(dir, "pom.xml"), []byte(pom), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cpFile := filepath.Join(dir, "cp.txt")
+	if out, err := exec.Command("mvn", "-B", "-q", "-ntp", "-f", filepath.Join(dir, "pom.xml"), "dependency:build-classpath",
+		"-Dmdep.outputFile="+cpFile, "-Dmdep.includeScope=runtime").CombinedOutput(); err != nil {
+		t.Fatalf("mvn dependency:build-classpath for nacos-client %s: %v\n%s", version[1], err, out)
+	}
+	cp, err := os.ReadFile(cpFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	classpath := dir + string(os.PathListSeparator) + strings.TrimSpace(string(cp))
+	if out, err := exec.Command("javac", "-cp", classpath, "-d", dir, filepath.Join(dir, "ReadmeExample.java")).CombinedOutput(); err != nil {
+		t.Fatalf("javac of the README's example: %v\n%s\n%s", err, out, src)
+	}
+	java := exec.Command("java", "-cp", classpath, "ReadmeExample")
+	stdout, err := java.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var javaErr bytes.Buffer
+	java.Stderr = &javaErr
+	if err := java.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	sawHeld := false
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if sc.Text() == "in critical section" {
+				sawHeld = lockState(key[1]) == http.StatusOK
+			}
+		}
+		done <- java.Wait()
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("the README's Java example against the container: %v\n%s", err, javaErr.String())
+		}
+	case <-time.After(90 * time.Second):
+		_ = java.Process.Kill()
+		t.Fatalf("the README's Java example did not finish in 90 s:\n%s", javaErr.String())
+	}
+	if !sawHeld {
+		t.Errorf("NACOS_LOCK %q was not held during the Java example's critical section", key[1])
+	}
+	if code := lockState(key[1]); code != http.StatusNotFound {
+		t.Errorf("NACOS_LOCK %q after the Java example: %d, want 404 (released)", key[1], code)
+	}
+	t.Logf("nacos-client %s took and released NACOS_LOCK %q through the container", version[1], key[1])
 }
