@@ -5,11 +5,15 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"nacos-lockd/interop/procs"
 )
 
-// TestVersionFlag builds the binary the way `make release` does, with the
-// version, commit and date stamped by -ldflags -X, and checks that
-// --version prints exactly those; a build without them prints "dev".
+// TestVersionFlag builds the binary with the version, commit and date
+// stamped by -ldflags -X, as `make release` and `make build` do, and checks
+// that --version prints exactly those; a build without them prints "dev".
+// The build is otherwise the one procs builds (no -trimpath, no
+// CGO_ENABLED=0), so it reuses those compiled packages and costs a link.
 func TestVersionFlag(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary")
@@ -17,8 +21,7 @@ func TestVersionFlag(t *testing.T) {
 	dir := t.TempDir()
 	stamped := filepath.Join(dir, "stamped")
 	ldflags := "-X main.version=v9.8.7-test -X main.commit=0123abcd -X main.buildDate=2026-12-01T10:00:00Z"
-	build := exec.Command("go", "build", "-trimpath", "-ldflags", ldflags, "-o", stamped, "nacos-lockd/cmd/nacos-lockd")
-	build.Env = append(build.Environ(), "CGO_ENABLED=0")
+	build := exec.Command("go", "build", "-ldflags", ldflags, "-o", stamped, "nacos-lockd/cmd/nacos-lockd")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -37,11 +40,7 @@ func TestVersionFlag(t *testing.T) {
 		t.Fatalf("-version with other flags: %v %q", err, out)
 	}
 
-	plain := filepath.Join(dir, "plain")
-	if out, err := exec.Command("go", "build", "-o", plain, "nacos-lockd/cmd/nacos-lockd").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	out, err = exec.Command(plain, "--version").CombinedOutput()
+	out, err = exec.Command(procs.Binary(t, "nacos-lockd"), "--version").CombinedOutput()
 	if err != nil || !strings.HasPrefix(string(out), "nacos-lockd dev (commit ") {
 		t.Fatalf("unstamped --version: %v %q", err, out)
 	}
