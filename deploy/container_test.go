@@ -104,7 +104,7 @@ func TestContainerImage(t *testing.T) {
 	// Files: exactly these, the binaries static for the image's architecture.
 	id := strings.TrimSpace(podman(t, "create", image))
 	export := podman(t, "export", id)
-	podman(t, "rm", id)
+	podman(t, "rm", "-v", id) // -v: and the anonymous volume /data
 	files := map[string]*tar.Header{}
 	tr := tar.NewReader(strings.NewReader(export))
 	var lockd []byte
@@ -161,7 +161,7 @@ func TestContainerImage(t *testing.T) {
 	suffix := strconv.FormatInt(time.Now().UnixNano(), 36)
 	volume, name := "nacos-lockd-test-"+suffix, "nacos-lockd-test-"+suffix
 	t.Cleanup(func() {
-		_, _ = podmanErr("rm", "-f", "-t", "0", name)
+		_, _ = podmanErr("rm", "-f", "-v", "-t", "0", name)
 		_, _ = podmanErr("volume", "rm", "-f", volume)
 	})
 	// dragonboat ties the Raft log to the host name, and every run gets a
@@ -264,7 +264,7 @@ func TestContainerImage(t *testing.T) {
 		t.Errorf("the volume's files belong to uid %d, want 10001 (the image's user)", uid)
 	}
 
-	podman(t, "rm", name)
+	podman(t, "rm", "-v", name)
 
 	// Under another host name the start fails, and says why and what to do.
 	hostname = "another-name"
@@ -273,7 +273,7 @@ func TestContainerImage(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "written on a host named nacos-lockd-0") || !strings.Contains(err.Error(), "--hostname") {
 		t.Fatalf("start under another host name: %v\n%s", err, out)
 	}
-	podman(t, "rm", name)
+	podman(t, "rm", "-v", name)
 
 	hostname = "nacos-lockd-0"
 	start()
