@@ -365,20 +365,17 @@ func setDragonboatLogger(log zerolog.Logger) {
 	})
 }
 
-// dbLogAdapter maps dragonboat's levels down one notch: it logs routine
-// elections and start-up notes as warnings and per-replica chatter as
-// info. Leader changes reach our own log through leaderLogger.
+// dbLogAdapter forwards dragonboat's messages at the levels dragonboatLevel
+// (dblog.go) maps them to.
 type dbLogAdapter struct{ pkg string }
 
-func (a dbLogAdapter) l() *zerolog.Logger           { return dbLog.Load() }
-func (a dbLogAdapter) SetLevel(dblogger.LogLevel)   {}
-func (a dbLogAdapter) Debugf(f string, args ...any) { a.l().Trace().Str("pkg", a.pkg).Msgf(f, args...) }
-func (a dbLogAdapter) Infof(f string, args ...any)  { a.l().Debug().Str("pkg", a.pkg).Msgf(f, args...) }
-func (a dbLogAdapter) Warningf(f string, args ...any) {
-	a.l().Info().Str("pkg", a.pkg).Msgf(f, args...)
-}
-func (a dbLogAdapter) Errorf(f string, args ...any) { a.l().Error().Str("pkg", a.pkg).Msgf(f, args...) }
-func (a dbLogAdapter) Panicf(f string, args ...any) { a.l().Panic().Str("pkg", a.pkg).Msgf(f, args...) }
+func (a dbLogAdapter) l() *zerolog.Logger             { return dbLog.Load() }
+func (a dbLogAdapter) SetLevel(dblogger.LogLevel)     {}
+func (a dbLogAdapter) Debugf(f string, args ...any)   { a.logf(dblogger.DEBUG, f, args) }
+func (a dbLogAdapter) Infof(f string, args ...any)    { a.logf(dblogger.INFO, f, args) }
+func (a dbLogAdapter) Warningf(f string, args ...any) { a.logf(dblogger.WARNING, f, args) }
+func (a dbLogAdapter) Errorf(f string, args ...any)   { a.logf(dblogger.ERROR, f, args) }
+func (a dbLogAdapter) Panicf(f string, args ...any)   { a.logf(dblogger.CRITICAL, f, args) }
 
 // LeaderID returns the current leader's replica id, if one is known.
 func (n *Node) LeaderID() (uint64, bool) {

@@ -133,11 +133,12 @@ func (c *ctl) ls(ctx context.Context, args []string) error {
 	fs := c.flags("ls")
 	var lf listFlags
 	c.addListFlags(fs, &lf, 0)
-	if err := fs.Parse(args); err != nil {
+	pos, after, _, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("ls: unexpected arguments %v", fs.Args())
+	if extra := append(pos, after...); len(extra) > 0 {
+		return fmt.Errorf("ls: unexpected arguments %v", extra)
 	}
 	raw, rows, more, err := c.listLocks(ctx, lf)
 	if err != nil {
@@ -180,13 +181,10 @@ func (c *ctl) lockTable(rows []lockRow, now time.Time) {
 }
 
 func (c *ctl) get(ctx context.Context, args []string) error {
-	typ, key, rest, err := typeAndKey("get", args)
-	if err != nil {
-		return err
-	}
 	fs := c.flags("get")
 	stale := fs.Bool("stale", false, "read the node's replica as it is, not linearizably")
-	if err := fs.Parse(rest); err != nil {
+	typ, key, err := c.typeAndKey(fs, "get", args)
+	if err != nil {
 		return err
 	}
 	path := lockPath(typ, key)
@@ -244,13 +242,10 @@ func (c *ctl) lockDetail(l lockRow, now time.Time) {
 }
 
 func (c *ctl) forceRelease(ctx context.Context, args []string) error {
-	typ, key, rest, err := typeAndKey("force-release", args)
-	if err != nil {
-		return err
-	}
 	fs := c.flags("force-release")
 	token := fs.Uint64("fencing-token", 0, "release only the grant with this fencing token (as get shows it)")
-	if err := fs.Parse(rest); err != nil {
+	typ, key, err := c.typeAndKey(fs, "force-release", args)
+	if err != nil {
 		return err
 	}
 	path := lockPath(typ, key) + "/force-release"
@@ -300,11 +295,12 @@ func (c *ctl) watch(ctx context.Context, args []string) error {
 	c.addListFlags(fs, &lf, 100)
 	interval := fs.Duration("interval", time.Second, "time between refreshes")
 	count := fs.Int("count", 0, "stop after this many refreshes (0: until interrupted)")
-	if err := fs.Parse(args); err != nil {
+	pos, after, _, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("watch: unexpected arguments %v", fs.Args())
+	if extra := append(pos, after...); len(extra) > 0 {
+		return fmt.Errorf("watch: unexpected arguments %v", extra)
 	}
 	if *interval < 100*time.Millisecond {
 		return fmt.Errorf("--interval %v: at least 100ms", *interval)
@@ -376,10 +372,11 @@ func (c *ctl) login(ctx context.Context, args []string) error {
 	user := fs.String("username", "", "user name")
 	password := fs.String("password", "", "password (visible to other users in the process list: prefer --password-stdin)")
 	fromStdin := fs.Bool("password-stdin", false, "read the password from the first line of standard input")
-	if err := fs.Parse(args); err != nil {
+	pos, after, _, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if *user == "" || fs.NArg() > 0 {
+	if *user == "" || len(pos)+len(after) > 0 {
 		return errors.New("login: --username is required, and nothing else")
 	}
 	if *fromStdin {
@@ -416,24 +413,40 @@ func (c *ctl) login(ctx context.Context, args []string) error {
 	if r.GlobalAdmin {
 		role = "global admin"
 	}
-	fmt.Fprintf(c.errOut, "token valid for %s (%s); use it with --token or NACOS_LOCKD_TOKEN\n", time.Duration(r.TokenTTL)*time.Second, role)
+	fmt.Fprintf(c.errOut, "token valid for %s (%s); use it with --token or NACOS_LOCKCTL_TOKEN\n", time.Duration(r.TokenTTL)*time.Second, role)
 	return nil
+}
+
+// loginToken logs in as login does and returns the token ("" with auth
+// off): for NACOS_LOCKCTL_USERNAME and NACOS_LOCKCTL_PASSWORD.
+func (c *ctl) loginToken(ctx context.Context, user, password string) (string, error) {
+	path := "/nacos/v3/auth/user/login?" + url.Values{"username": {user}}.Encode()
+	body := strings.NewReader(url.Values{"password": {password}}.Encode())
+	data, err := c.send(ctx, http.MethodPost, path, body, "application/x-www-form-urlencoded")
+	if err != nil {
+		return "", err
+	}
+	var r struct {
+		AccessToken string `json:"accessToken"`
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		return "", fmt.Errorf("decode login reply: %w", err)
+	}
+	return r.AccessToken, nil
 }
 
 // typeAndKey reads "<type> <key>" (a key starting with "-" after "--"),
 // and returns the flags after them.
-func typeAndKey(cmd string, args []string) (typ, key string, rest []string, err error) {
-	if len(args) > 0 && args[0] == "--" {
-		args = args[1:]
+func (c *ctl) typeAndKey(fs *flag.FlagSet, cmd string, args []string) (typ, key string, err error) {
+	pos, after, _, err := parseInterleaved(fs, args)
+	if err != nil {
+		return "", "", err
 	}
-	if len(args) < 2 {
-		return "", "", nil, fmt.Errorf("%s: give the lock type and the key: %s <NACOS_LOCK|REENTRANT|NON_REENTRANT> <key>", cmd, cmd)
+	pos = append(pos, after...) // after "--": a key that starts with "-"
+	if len(pos) != 2 {
+		return "", "", fmt.Errorf("%s: give the lock type and the key: %s <NACOS_LOCK|REENTRANT|NON_REENTRANT> <key>", cmd, cmd)
 	}
-	typ, key, rest = args[0], args[1], args[2:]
-	if key == "--" && len(rest) > 0 {
-		key, rest = rest[0], rest[1:]
-	}
-	return typ, key, rest, nil
+	return pos[0], pos[1], nil
 }
 
 // lockPath is /v1/locks/{type}/{key} with the key escaped as one path

@@ -355,13 +355,24 @@ func TestAdminCommandsWithAuth(t *testing.T) {
 		env  []string
 		args []string
 	}{
-		"flag": {nil, []string{"--token", tok, "ls"}},
-		"env":  {[]string{"NACOS_LOCKD_TOKEN=" + tok}, []string{"ls"}},
+		"flag":          {nil, []string{"--token", tok, "ls"}},
+		"flag last":     {nil, []string{"ls", "--token", tok}},
+		"env":           {[]string{"NACOS_LOCKD_TOKEN=" + tok}, []string{"ls"}},
+		"lockctl env":   {[]string{"NACOS_LOCKCTL_TOKEN=" + tok}, []string{"ls"}},
+		"env login":     {[]string{"NACOS_LOCKCTL_USERNAME=admin", "NACOS_LOCKCTL_PASSWORD=admin-password"}, []string{"ls"}},
+		"flag over env": {[]string{"NACOS_LOCKCTL_TOKEN=" + appTok}, []string{"--token", tok, "ls"}},
 	} {
 		out, errOut, code := n.ctl(t, "", tc.env, tc.args...)
 		if code != 0 || !strings.Contains(out, "deploy/prod") || !strings.Contains(out, "ci-job-7") {
 			t.Fatalf("ls with the admin token (%s): exit %d\n%s%s", name, code, out, errOut)
 		}
+	}
+	if _, errOut, code := n.ctl(t, "", []string{"NACOS_LOCKCTL_USERNAME=admin", "NACOS_LOCKCTL_PASSWORD=wrong"}, "ls"); code != 1 ||
+		!strings.Contains(errOut, `log in as $NACOS_LOCKCTL_USERNAME "admin"`) || !strings.Contains(errOut, "403") {
+		t.Fatalf("ls with wrong credentials in the environment: exit %d %s", code, errOut)
+	}
+	if _, errOut, code := n.ctl(t, "", []string{"NACOS_LOCKCTL_TOKEN=" + appTok}, "ls"); code != 1 || !strings.Contains(errOut, "403") {
+		t.Fatalf("ls with a non-admin token from the environment: exit %d %s", code, errOut)
 	}
 	if _, errOut, code := n.ctl(t, "", nil, "--token", appTok, "get", "NON_REENTRANT", "deploy/prod"); code != 1 || !strings.Contains(errOut, "403") {
 		t.Fatalf("get with a non-admin token: exit %d %s", code, errOut)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"time"
 
 	"nacos-lockd/interop/client"
@@ -34,25 +33,22 @@ func (c *ctl) lockCommand(ctx context.Context, cmd string, args []string) error 
 	fs.Int64Var(&f.wait, "wait", -1, "ms to wait in the server's queue; -1 = do not wait (lock and hold default to 5 minutes)")
 	host, _ := os.Hostname()
 	fs.StringVar(&f.owner, "owner", fmt.Sprintf("nacos-lockctl@%s:%d", host, os.Getpid()), "owner identity")
-	// The key comes first, flags after it, then "--" and a command for hold.
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return fmt.Errorf("%s: a lock key is required first", cmd)
-	}
-	key := args[0]
-	var command []string
-	rest := args[1:]
-	for i, a := range rest {
-		if a == "--" {
-			command, rest = rest[i+1:], rest[:i]
-			break
-		}
-	}
-	if err := fs.Parse(rest); err != nil {
+	// The key and the flags in any order; after "--", hold's command (for
+	// the other commands, a key that starts with "-").
+	pos, command, _, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected arguments %v", cmd, fs.Args())
+	if cmd != "hold" {
+		pos, command = append(pos, command...), nil
 	}
+	if len(pos) == 0 {
+		return fmt.Errorf("%s: a lock key is required", cmd)
+	}
+	if len(pos) > 1 {
+		return fmt.Errorf("%s: unexpected arguments %v", cmd, pos[1:])
+	}
+	key := pos[0]
 	if (cmd == "lock" || cmd == "hold") && !flagSet(fs, "wait") {
 		f.wait = 300000
 	}
@@ -83,6 +79,11 @@ func (c *ctl) lockCommand(ctx context.Context, cmd string, args []string) error 
 		r, err := c.acquire(ctx, cl, li)
 		if err != nil {
 			return err
+		}
+		if r.Result {
+			// The connection closes as the CLI exits, and the server frees a
+			// closed connection's locks: say so, or a user expects to hold it.
+			fmt.Fprintf(c.errOut, "%s is released as nacos-lockctl exits; to keep it, use lock or hold\n", key)
 		}
 		return c.report(r, "granted", "not granted")
 	}

@@ -2,11 +2,14 @@
 // over the real Nacos gRPC protocol, and lists, inspects and
 // force-releases them and manages the cluster through the admin API.
 //
-//	nacos-lockctl [--server 127.0.0.1:8848] [--json] [--token T] <command>
+//	nacos-lockctl [--server 127.0.0.1:8848] [--json] [--token T] <command> [args and flags]
 //
-// --server is any node's main port; lock commands use its SDK port
-// (main + 1000), admin commands its HTTP API. With auth on, --token (or
-// NACOS_LOCKD_TOKEN) carries an access token from `nacos-lockctl login`:
+// Flags go before or after the command and its arguments (args.go).
+// --server (or NACOS_LOCKCTL_SERVER) is any node's main port; lock
+// commands use its SDK port (main + 1000), admin commands its HTTP API.
+// With auth on, --token (or NACOS_LOCKCTL_TOKEN, or NACOS_LOCKD_TOKEN)
+// carries an access token from `nacos-lockctl login`, or
+// NACOS_LOCKCTL_USERNAME and NACOS_LOCKCTL_PASSWORD log in first:
 // a global admin's for admin commands, one with write permission on the
 // key for lock commands.
 package main
@@ -59,10 +62,17 @@ type ctl struct {
 	timeout time.Duration
 }
 
-const usage = `usage: nacos-lockctl [--server ip:port] [--json] [--token T] <command>
+const usage = `usage: nacos-lockctl [--server ip:port] [--json] [--token T] <command> [args and flags]
+
+Flags may come before or after the command and its arguments. Environment:
+NACOS_LOCKCTL_SERVER (for --server), NACOS_LOCKCTL_TOKEN (for --token; also
+NACOS_LOCKD_TOKEN), or NACOS_LOCKCTL_USERNAME and NACOS_LOCKCTL_PASSWORD to
+log in before each command.
 
 lock commands (Nacos gRPC protocol; flags: --type, --lease ms, --wait ms, --owner):
-  try <key>                 one attempt (or wait up to --wait); exits 0 if granted, 3 if not
+  try <key>                 one attempt (or wait up to --wait); exits 0 if granted, 3 if not.
+                            The lock is released when nacos-lockctl exits (the server
+                            frees a closed connection's locks): to keep it, use lock or hold
   lock <key>                acquire (waiting up to --wait), then hold and renew until interrupted
   hold <key> -- <cmd...>    acquire, run cmd with NACOS_LOCK_KEY and NACOS_LOCK_FENCING_TOKEN
                             set, renew while it runs, release when it exits; exits with its code
@@ -79,7 +89,7 @@ admin commands (admin API; with auth on, a global admin's --token):
                             (--fencing-token n: only if that grant still holds it)
   watch                     a table of held locks, refreshed every --interval (1s)
                             until interrupted (--type, --prefix, --limit, --count n)
-  login --username u        print an access token for --token / NACOS_LOCKD_TOKEN
+  login --username u        print an access token for --token / NACOS_LOCKCTL_TOKEN
                             (--password p, or --password-stdin)
   cluster list              members, their roles and ports
   cluster add <ip:port>     add a member (then start it with --join)
@@ -92,42 +102,88 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs := flag.NewFlagSet("nacos-lockctl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage); fs.PrintDefaults() }
-	server := fs.String("server", "127.0.0.1:8848", "a node's main port (HTTP admin API)")
+	server := fs.String("server", "127.0.0.1:8848", "a node's main port (HTTP admin API) (default $NACOS_LOCKCTL_SERVER, else 127.0.0.1:8848)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	timeout := fs.Duration("timeout", 15*time.Second, "how long to wait for the server")
-	token := fs.String("token", "", "access token, when auth is on (default $NACOS_LOCKD_TOKEN); see login")
-	if err := fs.Parse(args); err != nil {
+	token := fs.String("token", "", "access token, when auth is on (default $NACOS_LOCKCTL_TOKEN or $NACOS_LOCKD_TOKEN, or a login as $NACOS_LOCKCTL_USERNAME with $NACOS_LOCKCTL_PASSWORD); see login")
+	global, command, rest := splitArgs(args)
+	if err := fs.Parse(global); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return err
 	}
+	env := settingsFromEnv(os.Getenv)
+	if !flagSet(fs, "server") && env.server != "" {
+		*server = env.server
+	}
 	if *token == "" {
-		*token = os.Getenv("NACOS_LOCKD_TOKEN") // not the flag's default: -help would print it
+		*token = env.token // not the flag's default: -help would print it
 	}
 	c := &ctl{server: *server, json: *asJSON, token: *token, in: stdin, out: stdout, errOut: stderr,
 		http: &http.Client{Timeout: *timeout}, timeout: *timeout}
-	rest := fs.Args()
-	if len(rest) >= 1 && lockCommands[rest[0]] {
-		return c.lockCommand(ctx, rest[0], rest[1:])
-	}
-	if len(rest) >= 1 && adminCommands[rest[0]] {
-		return c.adminCommand(ctx, rest[0], rest[1:])
-	}
-	if len(rest) < 2 || rest[0] != "cluster" {
+	if command == "" {
 		fs.Usage()
-		return errors.New("unknown command")
+		for _, a := range rest {
+			if n, _, ok := flagName(a); ok && (n == "h" || n == "help") {
+				return nil
+			}
+		}
+		return errNoCommand
 	}
+	// Credentials in the environment stand for a login before the command
+	// (not for login itself, which is given its own).
+	if c.token == "" && env.username != "" && command != "login" {
+		t, err := c.loginToken(ctx, env.username, env.password)
+		if err != nil {
+			return fmt.Errorf("log in as $NACOS_LOCKCTL_USERNAME %q: %w", env.username, err)
+		}
+		c.token = t
+	}
+	if lockCommands[command] {
+		return c.lockCommand(ctx, command, rest)
+	}
+	if adminCommands[command] {
+		return c.adminCommand(ctx, command, rest)
+	}
+	if command != "cluster" {
+		fs.Usage()
+		return errNoCommand
+	}
+	cfs := c.flags("cluster")
+	sub, after, _, err := parseInterleaved(cfs, rest)
+	if err != nil {
+		return err
+	}
+	sub = append(sub, after...)
 	switch {
-	case rest[1] == "list" && len(rest) == 2:
+	case len(sub) == 1 && sub[0] == "list":
 		return c.list(ctx)
-	case rest[1] == "add" && len(rest) == 3:
-		return c.change(ctx, http.MethodPost, "/v1/cluster/members", map[string]string{"address": rest[2]}, "added")
-	case rest[1] == "remove" && len(rest) == 3:
-		return c.change(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(rest[2]), nil, "removed")
+	case len(sub) == 2 && sub[0] == "add":
+		return c.change(ctx, http.MethodPost, "/v1/cluster/members", map[string]string{"address": sub[1]}, "added")
+	case len(sub) == 2 && sub[0] == "remove":
+		return c.change(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(sub[1]), nil, "removed")
 	}
 	fs.Usage()
-	return errors.New("unknown command")
+	return errNoCommand
+}
+
+// envSettings are the environment variables nacos-lockctl reads, like
+// etcdctl's ETCDCTL_ENDPOINTS: set them once after a login and every
+// later command goes to the same server with the same token.
+type envSettings struct {
+	server             string // NACOS_LOCKCTL_SERVER
+	token              string // NACOS_LOCKCTL_TOKEN, else NACOS_LOCKD_TOKEN (the older name)
+	username, password string // NACOS_LOCKCTL_USERNAME, NACOS_LOCKCTL_PASSWORD: log in per command
+}
+
+func settingsFromEnv(getenv func(string) string) envSettings {
+	e := envSettings{server: getenv("NACOS_LOCKCTL_SERVER"), token: getenv("NACOS_LOCKCTL_TOKEN"),
+		username: getenv("NACOS_LOCKCTL_USERNAME"), password: getenv("NACOS_LOCKCTL_PASSWORD")}
+	if e.token == "" {
+		e.token = getenv("NACOS_LOCKD_TOKEN")
+	}
+	return e
 }
 
 type member struct {
@@ -192,7 +248,7 @@ func (c *ctl) send(ctx context.Context, method, path string, body io.Reader, con
 			msg = e.Error + e.Message
 		}
 		if resp.StatusCode == http.StatusForbidden && c.token == "" {
-			msg += " (auth is on: pass --token or set NACOS_LOCKD_TOKEN; see nacos-lockctl login)"
+			msg += " (auth is on: pass --token or set NACOS_LOCKCTL_TOKEN or NACOS_LOCKD_TOKEN; see nacos-lockctl login)"
 		}
 		return data, &apiError{Status: resp.StatusCode, Msg: resp.Status + ": " + msg}
 	}

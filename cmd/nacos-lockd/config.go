@@ -55,7 +55,10 @@ func (c config) bootstrapReplicaID() uint64 {
 	return c.self.ReplicaID()
 }
 
-var errHelp = errors.New("help requested")
+var (
+	errHelp    = errors.New("help requested")
+	errVersion = errors.New("version requested")
+)
 
 // envNames maps flags to the environment variables that may set them.
 var envNames = map[string]string{
@@ -71,6 +74,13 @@ var envNames = map[string]string{
 }
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	return parseConfigWith(args, getenv, nil, stderr)
+}
+
+// parseConfigWith is parseConfig with properties that override the
+// properties file (the container entrypoint's mapping of Nacos image
+// environment variables such as NACOS_AUTH_ENABLE).
+func parseConfigWith(args []string, getenv func(string) string, overlay compat.Properties, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("nacos-lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port): HTTP admin API; SDK gRPC listens on port+1000, Raft on port-1000")
@@ -83,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	logFormat := fs.String("log-format", "json", "log format: json or console")
 	testHooks := fs.String("test-hooks", "", "TEST ONLY, never in production: a control file through which the chaos suite injects clock offsets, storage faults and leader transfers")
 	coalesce := fs.Duration("coalesce-window", statemachine.DefaultCoalesceWindow, "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry, which every member must do while nodes older than this build are in the cluster")
+	showVersion := fs.Bool("version", false, "print the version, commit and build date, then exit")
 	importNacos := fs.String("import-nacos", "", "import a Nacos lock snapshot (snapshot_N dir or nacos_lock.zip) into the empty data dir before starting")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
@@ -99,6 +110,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return config{}, errHelp
 		}
 		return config{}, err
+	}
+	if *showVersion {
+		return config{}, errVersion
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
@@ -122,6 +136,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			return config{}, fmt.Errorf("read config: %w", err)
 		}
 		props = p
+	}
+	for k, v := range overlay {
+		props[k] = v
 	}
 	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos, testHooks: *testHooks,
 		coalesceWindow: *coalesce}

@@ -29,6 +29,7 @@ import (
 	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
+	"nacos-lockd/compat"
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth"
@@ -53,15 +54,25 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return runImportNacos(args[1:], stdout, stderr)
 		case "snapshot":
 			return runSnapshot(args[1:], stdout, stderr)
+		case "container":
+			return runContainer(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	cfg, err := parseConfig(args, os.Getenv, stderr)
+	return runWith(ctx, args, os.Getenv, nil, stdout, stderr)
+}
+
+func runWith(ctx context.Context, args []string, getenv func(string) string, overlay compat.Properties, stdout, stderr io.Writer) error {
+	cfg, err := parseConfigWith(args, getenv, overlay, stderr)
 	if errors.Is(err, errHelp) {
 		return nil
+	}
+	if errors.Is(err, errVersion) {
+		_, err = fmt.Fprintln(stdout, currentBuild())
+		return err
 	}
 	if err != nil {
 		return err
@@ -85,6 +96,9 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
 	self := cfg.self
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+	if err := checkPorts(cfg); err != nil {
+		return err
+	}
 	raftDir := filepath.Join(cfg.dataDir, "raft")
 	replicaID, restarted, err := statemachine.StoredReplicaID(raftDir)
 	switch {
@@ -100,7 +114,8 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		replicaID = cfg.bootstrapReplicaID()
 	}
 	nodeID := strconv.FormatUint(replicaID, 10)
-	log.Info().Str("node", nodeID).Str("mode", cfg.mode()).Int("main_port", self.Port).
+	build := currentBuild()
+	log.Info().Str("version", build.Version).Str("commit", build.Commit).Str("node", nodeID).Str("mode", cfg.mode()).Int("main_port", self.Port).
 		Int("grpc_port", self.GRPCPort()).Str("raft", self.RaftAddress()).Int("members", len(cfg.members)).
 		Str("data_dir", cfg.dataDir).Int64("default_lease_ms", cfg.lock.DefaultLeaseMs).
 		Int64("max_lease_ms", cfg.lock.MaxLeaseMs).Int64("disconnect_grace_ms", cfg.lock.DisconnectGraceMs).
@@ -223,7 +238,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		CoalesceWindow:     coalesceWindow(cfg.coalesceWindow),
 	}, db, gw.Notify, log)
 	if err != nil {
-		return err
+		return explainRaftStart(raftDir, self.RaftAddress(), err)
 	}
 	defer node.Close() // after the gateway has drained, before storage closes
 	peers.node = node
@@ -232,12 +247,12 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	// Bind both ports before waiting for Raft, so a port clash fails fast.
 	grpcLis, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(self.GRPCPort())))
 	if err != nil {
-		return fmt.Errorf("listen for clients: %w", err)
+		return portError(cfg, "sdk", net.JoinHostPort("", strconv.Itoa(self.GRPCPort())), err)
 	}
 	httpLis, err := net.Listen("tcp", net.JoinHostPort("", strconv.Itoa(self.Port)))
 	if err != nil {
 		grpcLis.Close()
-		return fmt.Errorf("listen on the main port: %w", err)
+		return portError(cfg, "main", net.JoinHostPort("", strconv.Itoa(self.Port)), err)
 	}
 	if httpTLS != nil {
 		httpLis = tls.NewListener(httpLis, httpTLS)
@@ -291,7 +306,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	st, _ := node.Stats()
 	log.Info().Int("main_port", self.Port).Int("grpc_port", self.GRPCPort()).Int("raft_port", self.RaftPort).
 		Int("locks", st.Locks).Uint64("applied", st.Applied).Msg("nacos-lockd ready")
-	printBanner(stdout, cfg, replicaID, node, peers)
+	printBanner(stdout, cfg, replicaID, node, peers, httpTLS != nil)
 	if authn == nil {
 		log.Warn().Msg("auth is off (nacos.core.auth.enabled=false) and the SDK and main ports listen on all interfaces: any client that reaches them can take and release locks")
 	}
@@ -327,9 +342,11 @@ func newAuthenticator(cfg config, log zerolog.Logger) (*auth.Authenticator, erro
 	return a, nil
 }
 
-// printBanner writes the one readable block an operator looks for: who
-// this node is, who leads, and every member's ports.
-func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.Node, peers *peerDirectory) {
+// printBanner writes two plain lines to stdout, apart from the JSON log on
+// stderr, for the person who just started the server: what runs and its
+// role, then where clients and operators connect. Cluster members are
+// listed by `nacos-lockctl cluster list`.
+func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.Node, peers *peerDirectory, httpsMain bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	members, err := node.Membership(ctx)
@@ -341,20 +358,24 @@ func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.N
 	if leader == replicaID {
 		role = "leader"
 	}
-	fmt.Fprintf(w, "nacos-lockd %s node %s: %s of %d member(s)\n", cfg.mode(), cfg.self.Address(), role, len(members))
-	for _, m := range peers.sorted(members) {
-		mark := "  "
-		if m.ReplicaID == replicaID {
-			mark = "* "
+	of := ""
+	if cfg.cluster {
+		leaderAddr := "unknown"
+		for _, m := range peers.sorted(members) {
+			if m.ReplicaID == leader {
+				leaderAddr = m.Address
+			}
 		}
-		r := "follower"
-		if m.ReplicaID == leader {
-			r = "leader"
-		}
-		_, port, _ := net.SplitHostPort(m.Address)
-		p, _ := strconv.Atoi(port)
-		fmt.Fprintf(w, "%s%-21s %-8s main %-5d grpc %-5d raft %-21s replica %d\n", mark, m.Address, r, p, p+1000, m.RaftAddress, m.ReplicaID)
+		of = fmt.Sprintf(" of %d members (leader %s)", len(members), leaderAddr)
 	}
+	scheme := "http"
+	if httpsMain {
+		scheme = "https"
+	}
+	fmt.Fprintf(w, "nacos-lockd %s ready: %s node %s, replica %d, %s%s; data in %s\n",
+		currentBuild().Version, cfg.mode(), cfg.self.Address(), replicaID, role, of, cfg.dataDir)
+	fmt.Fprintf(w, "clients: serverAddr=%s (SDK gRPC port %d); admin API, /readyz and /metrics: %s://%s; Raft %s\n",
+		cfg.self.Address(), cfg.self.GRPCPort(), scheme, cfg.self.Address(), cfg.self.RaftAddress())
 }
 
 // coalesceWindow maps the flag (0 = off) to RaftConfig's (negative = off).

@@ -73,13 +73,21 @@ func Cleanup() {
 }
 
 // FreePorts returns n main ports P with P-1000, P and P+1000 free and no
-// two triples overlapping.
+// two triples overlapping. NACOS_LOCKD_TEST_PORTS=lo-hi draws the main
+// ports from lo..hi instead of 21000..60999, for machines shared by
+// several people running tests side by side.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
+	lo, hi := 21000, 60999
+	if r := os.Getenv("NACOS_LOCKD_TEST_PORTS"); r != "" {
+		if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil || lo < 1001 || hi > 64535 || hi < lo {
+			tb.Fatalf("NACOS_LOCKD_TEST_PORTS=%q: want lo-hi within 1001-64535", r)
+		}
+	}
 	used := map[int]bool{}
 	var out []int
 	for tries := 0; len(out) < n && tries < 2000; tries++ {
-		p := 21000 + rand.IntN(40000)
+		p := lo + rand.IntN(hi-lo+1)
 		triple := []int{p - 1000, p, p + 1000}
 		ok := true
 		for _, q := range triple {
