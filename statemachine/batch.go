@@ -3,7 +3,6 @@ package statemachine
 import (
 	"encoding/binary"
 	"fmt"
-	"slices"
 )
 
 // Grouped entries: several commands in one Raft log entry.
@@ -14,31 +13,33 @@ import (
 // entry (group commit, coalesce.go), and collects renews that come in quick
 // succession for a short window.
 //
-// Only commands that touch exactly one lock are grouped, and at most one
-// command per lock goes into an entry, with one exception below. A fencing
-// token is the index of the entry that granted it, so one entry must never
-// grant the same lock twice to holders who keep it; with one command per
-// lock it cannot (each grants at most once: to its caller, or to the queue
-// head). The exception is a CLAIM followed by one more command for its
-// lock (version 5): a CLAIM confirms a grant that an earlier entry made and
-// never grants to its caller, so the lock can change hands in that entry
-// twice only if the second command ends a grant made in the same entry,
-// which nobody has been told of yet. Every replica checks the rules again
-// in apply, so a malformed batch is refused identically everywhere.
+// Only commands that touch exactly one lock are grouped. A fencing token
+// is the index of the entry that granted it, so one entry must never let
+// two clients be told they hold one lock. In frame version 4 each lock has
+// at most one command in an entry, so it cannot (each command grants at
+// most once: to its caller, or to the queue head). Version 5 lets a lock
+// have several, with at most one ACQUIRE, after all the others. Only an
+// ACQUIRE grants to its caller, who is told at once; a grant to the queue
+// head is told only after the entry applies, by a push whose claim then
+// has to find the grant still there. So within an entry every grant but
+// the last made for a lock is to someone not told of it, and the last is
+// an ACQUIRE's only if nothing after it touches the lock. Every replica
+// checks the rules again in apply, so a malformed batch is refused
+// identically everywhere.
 
 // Batch frame versions share the first byte with single commands (versions
 // 1 and 2). Version 3 may hold only RENEW and EXPIRE (the first build that
-// coalesced renews wrote it); version 4 any command that touches one lock;
-// version 5 also a CLAIM and, after it, one more command for the same lock.
-// This build writes version 4, or 5 for an entry that has such a pair, and
-// reads all three. A build that predates a
+// coalesced renews wrote it); version 4 any command that touches one lock,
+// one per lock; version 5 several per lock, an ACQUIRE only last for its
+// lock. This build writes version 4, or 5 for an entry where a lock has
+// more than one command, and reads all three. A build that predates a
 // version refuses the whole entry as malformed, which is why a
 // mixed-version cluster must run with batching off
 // (RaftConfig.CoalesceWindow < 0, --coalesce-window 0).
 const (
-	renewBatchVersion     = 3
-	commandBatchVersion   = 4
-	claimPairBatchVersion = 5
+	renewBatchVersion      = 3
+	commandBatchVersion    = 4
+	sharedLockBatchVersion = 5
 )
 
 // MaxBatch bounds the commands in one grouped entry.
@@ -67,7 +68,7 @@ func isBatch(entry []byte) bool {
 }
 
 func isBatchVersion(v byte) bool {
-	return v == renewBatchVersion || v == commandBatchVersion || v == claimPairBatchVersion
+	return v == renewBatchVersion || v == commandBatchVersion || v == sharedLockBatchVersion
 }
 
 // encodeBatch frames already encoded commands as one entry of the given
@@ -123,10 +124,10 @@ func decodeBatch(data []byte) (byte, [][]byte, error) {
 
 // ApplyBatch applies a grouped entry: each command in order, all at the
 // entry's index. A command that does not decode, may not travel in the
-// frame's version, or names a lock an earlier command of the entry
-// already touched (in version 5, unless that earlier command was a lone
-// CLAIM) is refused with CodeMalformed and changes nothing; the others
-// apply normally. A frame that does not decode yields no results at all.
+// frame's version, or names a lock that an earlier command of the entry
+// already touched (version 4) or already acquired (version 5) is refused
+// with CodeMalformed and changes nothing; the others apply normally. A
+// frame that does not decode yields no results at all.
 func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 	t.applied = index
 	version, cmds, err := decodeBatch(data)
@@ -134,26 +135,16 @@ func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 		return nil
 	}
 	results := make([]Result, len(cmds))
-	seen := make([]lockID, 0, len(cmds))
-	claimed := make([]lockID, 0) // locks whose only command so far is a CLAIM
+	closed := make([]lockID, 0, len(cmds)) // locks no further command may touch
 	for i, enc := range cmds {
 		cmd, err := DecodeCommand(enc)
 		id := lockID{cmd.Kind, cmd.Key}
-		if err != nil || !allowedIn(version, cmd.Op) {
+		if err != nil || !allowedIn(version, cmd.Op) || containsID(closed, id) {
 			results[i] = refused(CodeMalformed)
 			continue
 		}
-		switch {
-		case !containsID(seen, id):
-			seen = append(seen, id)
-			if cmd.Op == OpClaim {
-				claimed = append(claimed, id)
-			}
-		case version == claimPairBatchVersion && containsID(claimed, id):
-			claimed = slices.DeleteFunc(claimed, func(x lockID) bool { return x == id })
-		default:
-			results[i] = refused(CodeMalformed)
-			continue
+		if version != sharedLockBatchVersion || cmd.Op == OpAcquire {
+			closed = append(closed, id)
 		}
 		results[i] = t.Apply(index, cmd)
 	}

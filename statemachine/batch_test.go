@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -132,24 +131,21 @@ func TestApplyBatchHandOffTokenIsEntryIndex(t *testing.T) {
 	}
 }
 
-// batched turns a command stream into log entries the way group commit
-// does: runs of groupable commands, one per lock (besides a CLAIM that
-// goes first: version 5), up to size per entry.
+// batched turns a command stream into log entries the way frame version 4
+// allows: runs of groupable commands, one per lock, up to size per entry.
 func batched(cmds []Command, size int) [][]byte {
 	var entries [][]byte
 	var run [][]byte
 	var ids []lockID
-	var claimOnly []lockID // locks whose one command in run is a CLAIM
-	version := byte(commandBatchVersion)
 	flush := func() {
 		switch len(run) {
 		case 0:
 		case 1:
 			entries = append(entries, run[0])
 		default:
-			entries = append(entries, encodeBatch(version, run))
+			entries = append(entries, encodeBatch(commandBatchVersion, run))
 		}
-		run, ids, claimOnly, version = nil, nil, nil, commandBatchVersion
+		run, ids = nil, nil
 	}
 	for _, c := range cmds {
 		id := lockID{c.Kind, c.Key}
@@ -158,24 +154,29 @@ func batched(cmds []Command, size int) [][]byte {
 			entries = append(entries, c.Encode())
 			continue
 		}
-		pair := containsID(claimOnly, id)
-		if (containsID(ids, id) && !pair) || len(run) == size {
+		if containsID(ids, id) || len(run) == size {
 			flush()
-			pair = false
 		}
 		run = append(run, c.Encode())
-		switch {
-		case pair:
-			version = claimPairBatchVersion
-			claimOnly = slices.DeleteFunc(claimOnly, func(x lockID) bool { return x == id })
-		default:
-			ids = append(ids, id)
-			if c.Op == OpClaim {
-				claimOnly = append(claimOnly, id)
-			}
-		}
+		ids = append(ids, id)
 	}
 	flush()
+	return entries
+}
+
+// grouped turns a command stream into log entries with group commit's own
+// take: size commands arrive, one entry leaves, and what it left behind
+// waits for the next.
+func grouped(cmds []Command, size int) [][]byte {
+	g := &groupCommit{}
+	far := time.Now().Add(time.Hour)
+	var entries [][]byte
+	for i := 0; i < len(cmds) || len(g.queue) > 0; {
+		for ; len(g.queue) < size && i < len(cmds); i++ {
+			g.queue = append(g.queue, &pendingCmd{cmd: cmds[i], deadline: far, out: make(chan outcome, 1)})
+		}
+		entries = append(entries, entryFor(g.take(time.Now())))
+	}
 	return entries
 }
 

@@ -90,13 +90,13 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 	t.Logf("%d claims recorded", claims)
 }
 
-// A claim's record waits for the next command for its lock and shares its
-// entry (frame version 5). Random streams with the gateway's claims in
-// them, grouped that way: every grouped entry applies exactly as its
-// commands one by one at its index, and no (lock, token) ever belongs to
-// two owners, whether told by a reply (ACQUIRE, CLAIM) or holding it when
-// an entry ends.
-func TestClaimPairsStayFenced(t *testing.T) {
+// Group commit lets a lock have several commands in an entry, an ACQUIRE
+// only last (frame version 5). Random streams with the gateway's claims in
+// them, grouped by group commit's own take: every grouped entry applies
+// exactly as its commands one by one at its index, and no (lock, token)
+// ever belongs to two owners, whether told by a reply (ACQUIRE, RENEW,
+// CLAIM) or holding it when an entry ends.
+func TestSharedLockEntriesStayFenced(t *testing.T) {
 	pairs := 0
 	for seed := uint64(1); seed <= 20; seed++ {
 		// The stream is built against a table that applies it one by one,
@@ -124,7 +124,7 @@ func TestClaimPairsStayFenced(t *testing.T) {
 			probe.Apply(idx, c)
 			stream = append(stream, c)
 		}
-		entries := batched(stream, 8)
+		entries := grouped(stream, 8)
 		a, one := NewTable(), NewTable()
 		owners := map[string]string{} // lock and token -> owner
 		own := func(entry uint64, id lockID, token uint64, owner string) {
@@ -141,7 +141,7 @@ func TestClaimPairsStayFenced(t *testing.T) {
 			if isBatch(e) {
 				var v byte
 				v, encs, _ = decodeBatch(e)
-				if v == claimPairBatchVersion {
+				if v == sharedLockBatchVersion {
 					pairs++
 				}
 			} else {
@@ -155,7 +155,7 @@ func TestClaimPairsStayFenced(t *testing.T) {
 				if isBatch(e) && ra[k].Code == CodeMalformed {
 					t.Fatalf("seed %d entry %d: a well-formed batch refused %s", seed, idx, cmd.Op)
 				}
-				if r.Success() && (cmd.Op == OpClaim || (cmd.Op == OpAcquire && r.WaitPosition < 0)) {
+				if r.Success() && (cmd.Op == OpClaim || cmd.Op == OpRenew || (cmd.Op == OpAcquire && r.WaitPosition < 0)) {
 					own(idx, lockID{cmd.Kind, cmd.Key}, r.Token, cmd.Owner)
 				}
 			}
@@ -173,9 +173,9 @@ func TestClaimPairsStayFenced(t *testing.T) {
 		}
 	}
 	if pairs < 100 {
-		t.Fatalf("only %d entries paired a claim with another command: the test proves little", pairs)
+		t.Fatalf("only %d entries gave a lock more than one command: the test proves little", pairs)
 	}
-	t.Logf("%d entries paired a claim", pairs)
+	t.Logf("%d entries gave a lock more than one command", pairs)
 }
 
 // On a node, a claim's record waits for the next command for its lock and
@@ -218,6 +218,34 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 	after, _ := n.Stats()
 	if entries := after.Applied - before.Applied; entries != 1 {
 		t.Fatalf("claim record and release took %d entries; want one", entries)
+	}
+
+	// The previous holder queueing again behind a queued claim rides along
+	// too, and goes last: the release before it frees the lock, so it is
+	// granted at once instead of queued.
+	l = hand("three")
+	before, _ = n.Stats()
+	done = record(l)
+	again := make(chan Result, 1)
+	go func() { again <- propose(t, n, acq(N, "three", "a", "c1", now(), 60000, 60000)) }()
+	for queued := 0; queued < 2; {
+		time.Sleep(time.Millisecond)
+		n.gc.mu.Lock()
+		queued = len(n.gc.queue)
+		n.gc.mu.Unlock()
+	}
+	if r := propose(t, n, rel(N, "three", "b", now())); !r.Success() || r.Count != 0 {
+		t.Fatalf("release after the claim: %+v", r)
+	}
+	if r := <-again; !r.Success() || r.Count != 1 || r.WaitPosition >= 0 {
+		t.Fatalf("acquire queued before the release: %+v; want granted, placed after it", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("claim record: %v", err)
+	}
+	after, _ = n.Stats()
+	if entries := after.Applied - before.Applied; entries != 1 {
+		t.Fatalf("claim record, acquire and release took %d entries; want one", entries)
 	}
 
 	l = hand("alone")

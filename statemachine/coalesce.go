@@ -68,6 +68,9 @@ type pendingCmd struct {
 	// ordered: queued by record, whose caller relies on it being committed
 	// before anything proposed after it, or not at all.
 	ordered bool
+	// mayWait: nobody hurries for it, so it may wait out the window for
+	// company (see enqueue).
+	mayWait bool
 }
 
 type outcome struct {
@@ -117,23 +120,28 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 	if !g.following && g.inFlightHas(cmd) {
 		g.following = true
 	}
-	switch cmd.Op {
-	case OpRenew:
+	switch {
+	case cmd.Op == OpRenew:
 		quiet := now.Sub(g.lastRenew) > g.window
 		g.lastRenew = now
+		p.mayWait = true
 		if !quiet && g.canWait() && len(g.queue) < MaxBatch {
 			// Renews in quick succession: wait out the window for more.
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
 		}
-	case OpClaim:
-		if g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs && g.canWait() && len(g.queue) < MaxBatch {
-			// A claim's record: its caller already has its answer, and the
-			// next command for the lock (the new holder's release, the
-			// previous holder queueing again) usually follows within a
-			// round trip. Waiting for it lets the two share an entry, where
-			// proposing now would cost a hand-off an entry of its own.
+	case cmd.Op == OpClaim && g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs,
+		cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.claimQueued(cmd):
+		// A claim's record: its caller already has its answer, and the
+		// next command for the lock (the new holder's release) usually
+		// follows within a round trip. Waiting for it lets them share an
+		// entry, where proposing now would cost a hand-off an entry of its
+		// own. A blocking acquire behind a queued claim is the previous
+		// holder queueing again: the lock is granted to the claimer, so
+		// its answer is a place in the queue, and it rides along too.
+		p.mayWait = true
+		if g.canWait() && len(g.queue) < MaxBatch {
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
@@ -161,15 +169,26 @@ func (g *groupCommit) record(ctx context.Context, cmd Command) (<-chan outcome, 
 	return p.out, nil
 }
 
-// canWait reports whether everything queued may wait out the window:
-// renews and claim records, which no caller is waiting on to act (mu held).
+// canWait reports whether everything queued may wait out the window (mu
+// held).
 func (g *groupCommit) canWait() bool {
 	for _, p := range g.queue {
-		if p.cmd.Op != OpRenew && p.cmd.Op != OpClaim {
+		if !p.mayWait {
 			return false
 		}
 	}
 	return true
+}
+
+// claimQueued reports whether a claim's record for cmd's lock is queued
+// (mu held).
+func (g *groupCommit) claimQueued(cmd Command) bool {
+	for _, p := range g.queue {
+		if p.cmd.Op == OpClaim && p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
+			return true
+		}
+	}
+	return false
 }
 
 // armFlush makes sure the queue is looked at again by at (mu held).
@@ -284,15 +303,22 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 	return d
 }
 
-// take removes the next entry's commands from the front of the queue:
-// everything in order up to MaxBatch, at most one command per lock besides
-// a CLAIM that goes first (a further one for a lock waits for the next
-// entry, and so does everything after it for that lock), and a command
-// that touches more than one lock
-// (CLEANUP_CONNECTION, FORCE_RELEASE) alone (mu held). It never returns an
-// empty batch while the queue holds a command whose deadline is ahead.
+// take removes the next entry's commands from the front of the queue (mu
+// held): everything in order up to MaxBatch, except that
+//   - a command that touches more than one lock (CLEANUP_CONNECTION,
+//     FORCE_RELEASE) goes alone;
+//   - each lock gets at most one ACQUIRE, placed after the lock's other
+//     commands (frame version 5, see batch.go): a second ACQUIRE for the
+//     lock, or a command from the same owner or connection as that
+//     ACQUIRE, waits for the next entry, and so does everything after it
+//     for that lock.
+//
+// Moving an ACQUIRE behind later commands of other clients is a
+// serialisation they cannot tell apart: none of them has been answered.
+// It never returns an empty batch while the queue holds a command whose
+// deadline is ahead.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
-	var batch, rest []*pendingCmd
+	var batch, acquires, rest []*pendingCmd
 	i := 0
 	for ; i < len(g.queue); i++ {
 		p := g.queue[i]
@@ -301,47 +327,60 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 			continue
 		}
 		if !groupable(p.cmd.Op) {
-			if len(batch) == 0 && len(rest) == 0 {
+			if len(batch) == 0 && len(acquires) == 0 && len(rest) == 0 {
 				batch = append(batch, p)
 				i++
 			}
 			break
 		}
-		if len(batch) == MaxBatch {
+		if len(batch)+len(acquires) == MaxBatch {
 			break
 		}
 		if len(batch) > 0 && !groupable(batch[0].cmd.Op) {
 			break
 		}
-		if hasLock(rest, p.cmd) || (hasLock(batch, p.cmd) && !joinsClaim(batch, p.cmd)) {
+		if hasLock(rest, p.cmd) {
 			rest = append(rest, p)
 			continue
 		}
-		batch = append(batch, p)
-	}
-	g.queue = append(rest, g.queue[i:]...)
-	return batch
-}
-
-// joinsClaim reports whether cmd may follow the commands for its lock
-// already in batch: only when that is a lone CLAIM (frame version 5).
-func joinsClaim(batch []*pendingCmd, cmd Command) bool {
-	n, claim := 0, false
-	for _, p := range batch {
-		if p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
-			n++
-			claim = p.cmd.Op == OpClaim
+		if a := lockCmd(acquires, p.cmd); a != nil {
+			if p.cmd.Op == OpAcquire || sameCaller(a.cmd, p.cmd) {
+				rest = append(rest, p)
+				continue
+			}
+		}
+		if p.cmd.Op == OpAcquire {
+			acquires = append(acquires, p)
+		} else {
+			batch = append(batch, p)
 		}
 	}
-	return n == 1 && claim
+	g.queue = append(rest, g.queue[i:]...)
+	return append(batch, acquires...)
 }
 
-// batchVersion is the frame version a batch needs: 5 when a CLAIM shares
-// it with another command for its lock, else 4, which older builds read.
+// lockCmd returns the command in cmds for cmd's lock, if any.
+func lockCmd(cmds []*pendingCmd, cmd Command) *pendingCmd {
+	for _, p := range cmds {
+		if p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
+			return p
+		}
+	}
+	return nil
+}
+
+// sameCaller reports whether two commands may come from one client, whose
+// own order must be kept.
+func sameCaller(a, b Command) bool {
+	return a.Owner == b.Owner || (a.ConnID != "" && a.ConnID == b.ConnID)
+}
+
+// batchVersion is the frame version a batch needs: 5 when a lock has more
+// than one command in it, else 4, which older builds read.
 func batchVersion(batch []*pendingCmd) byte {
 	for i, p := range batch {
-		if p.cmd.Op == OpClaim && hasLock(batch[i+1:], p.cmd) {
-			return claimPairBatchVersion
+		if hasLock(batch[i+1:], p.cmd) {
+			return sharedLockBatchVersion
 		}
 	}
 	return commandBatchVersion
@@ -360,18 +399,20 @@ func hasLock(batch []*pendingCmd, cmd Command) bool {
 // callers' deadlines: an earlier caller may give up, the others still
 // want the answer.
 func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*dragonboat.RequestState, error) {
-	var entry []byte
-	if len(batch) == 1 { // the plain encoding: cheaper, and readable by every build
-		entry = batch[0].cmd.Encode()
-	} else {
-		cmds := make([][]byte, len(batch))
-		for i, p := range batch {
-			cmds[i] = p.cmd.Encode()
-		}
-		entry = encodeBatch(batchVersion(batch), cmds)
-	}
 	g.n.m.coalescedEntry(len(batch))
-	return g.n.nh.Propose(g.n.session, entry, timeout)
+	return g.n.nh.Propose(g.n.session, entryFor(batch), timeout)
+}
+
+// entryFor encodes batch as one log entry.
+func entryFor(batch []*pendingCmd) []byte {
+	if len(batch) == 1 { // the plain encoding: cheaper, and readable by every build
+		return batch[0].cmd.Encode()
+	}
+	cmds := make([][]byte, len(batch))
+	for i, p := range batch {
+		cmds[i] = p.cmd.Encode()
+	}
+	return encodeBatch(batchVersion(batch), cmds)
 }
 
 // await waits for one entry, hands every caller its result, and proposes
