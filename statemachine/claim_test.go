@@ -248,6 +248,33 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 		t.Fatalf("claim record, acquire and release took %d entries; want one", entries)
 	}
 
+	// The same when the re-queue comes before the claim: the table shows
+	// the lock handed to b and not yet claimed, so it waits anyway.
+	l = hand("early")
+	before, _ = n.Stats()
+	again = make(chan Result, 1)
+	go func() { again <- propose(t, n, acq(N, "early", "a", "c1", now(), 60000, 60000)) }()
+	for queued := 0; queued < 1; {
+		time.Sleep(time.Millisecond)
+		n.gc.mu.Lock()
+		queued = len(n.gc.queue)
+		n.gc.mu.Unlock()
+	}
+	done = record(l)
+	if r := propose(t, n, rel(N, "early", "b", now())); !r.Success() || r.Count != 0 {
+		t.Fatalf("release after the claim: %+v", r)
+	}
+	if r := <-again; !r.Success() || r.Count != 1 || r.WaitPosition >= 0 {
+		t.Fatalf("acquire queued before the claim: %+v; want granted, placed after the release", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("claim record: %v", err)
+	}
+	after, _ = n.Stats()
+	if entries := after.Applied - before.Applied; entries != 1 {
+		t.Fatalf("acquire, claim record and release took %d entries; want one", entries)
+	}
+
 	l = hand("alone")
 	done = record(l)
 	select {

@@ -111,6 +111,7 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 		deadline = now.Add(10 * time.Second)
 	}
 	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1), ordered: !wait}
+	handOff := cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.n != nil && g.n.inHandOff(cmd)
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -132,14 +133,15 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 			return p, nil
 		}
 	case cmd.Op == OpClaim && g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs,
-		cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.claimQueued(cmd):
+		cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && (handOff || g.claimQueued(cmd)):
 		// A claim's record: its caller already has its answer, and the
 		// next command for the lock (the new holder's release) usually
 		// follows within a round trip. Waiting for it lets them share an
 		// entry, where proposing now would cost a hand-off an entry of its
-		// own. A blocking acquire behind a queued claim is the previous
-		// holder queueing again: the lock is granted to the claimer, so
-		// its answer is a place in the queue, and it rides along too.
+		// own. A blocking acquire for a lock in hand-off (granted to
+		// someone else and not yet claimed, or with the claim's record
+		// queued) is usually the previous holder queueing again: its
+		// answer is a place in the queue, and it rides along too.
 		p.mayWait = true
 		if g.canWait() && len(g.queue) < MaxBatch {
 			g.armFlush(g.queue[0].start.Add(g.window))
@@ -178,6 +180,15 @@ func (g *groupCommit) canWait() bool {
 		}
 	}
 	return true
+}
+
+// inHandOff reports whether the local replica shows cmd's lock granted to
+// another owner who has not claimed it yet: a hand-off under way. It is a
+// hint for when to propose, never a rule of the table (a stale read only
+// makes a command wait out the window or not).
+func (n *Node) inHandOff(cmd Command) bool {
+	l, err := n.Lock(cmd.Kind, cmd.Key)
+	return err == nil && l.Unclaimed && l.Owner != cmd.Owner
 }
 
 // claimQueued reports whether a claim's record for cmd's lock is queued
