@@ -219,7 +219,7 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:19848", "listen address")
 	optList := fs.String("grpc-options", "", "server options to measure against the default, comma-separated: "+
 		"stats (a stats handler that tags connections, as nacos-lockd's did), shared-write-buffer, workers=N, "+
-		"write-buffer=BYTES, read-buffer=BYTES")
+		"write-buffer=BYTES, read-buffer=BYTES, window=BYTES (a static flow-control window, which turns off BDP pings)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -264,6 +264,8 @@ func noopServerOptions(list string) ([]grpc.ServerOption, error) {
 			opts = append(opts, grpc.WriteBufferSize(n))
 		case "read-buffer":
 			opts = append(opts, grpc.ReadBufferSize(n))
+		case "window": // a static flow-control window: no BDP pings
+			opts = append(opts, grpc.InitialWindowSize(int32(n)), grpc.InitialConnWindowSize(int32(n)))
 		default:
 			return nil, fmt.Errorf("unknown gRPC option %q", o)
 		}
