@@ -72,14 +72,37 @@ func Cleanup() {
 	}
 }
 
+// portLo and portHi bound the main ports FreePorts picks (SetPortRange).
+var portLo, portHi = 21000, 61000
+
+// SetPortRange makes FreePorts pick main ports in [lo, hi): a test
+// package that shares the machine with other suites keeps to its own
+// range so that two suites starting nodes at once rarely race for a port.
+// Call it from TestMain, before any test runs.
+func SetPortRange(lo, hi int) {
+	if lo < 1001 || hi > 64535 || hi <= lo {
+		panic(fmt.Sprintf("procs: bad port range [%d, %d)", lo, hi))
+	}
+	portLo, portHi = lo, hi
+}
+
 // FreePorts returns n main ports P with P-1000, P and P+1000 free and no
 // two triples overlapping.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
+	out, err := PickPorts(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// PickPorts is FreePorts for callers without a testing.TB (TestMain).
+func PickPorts(n int) ([]int, error) {
 	used := map[int]bool{}
 	var out []int
 	for tries := 0; len(out) < n && tries < 2000; tries++ {
-		p := 21000 + rand.IntN(40000)
+		p := portLo + rand.IntN(portHi-portLo)
 		triple := []int{p - 1000, p, p + 1000}
 		ok := true
 		for _, q := range triple {
@@ -96,9 +119,9 @@ func FreePorts(tb testing.TB, n int) []int {
 		}
 	}
 	if len(out) < n {
-		tb.Fatal("not enough free ports")
+		return nil, fmt.Errorf("not enough free ports in [%d, %d)", portLo, portHi)
 	}
-	return out
+	return out, nil
 }
 
 func free(port int) bool {
