@@ -25,6 +25,9 @@ import (
 var sharedServer string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(runHolder())
+	}
 	// The machine is shared with other suites; keep to our port range.
 	procs.SetPortRange(28000, 29000)
 	stop, err := startShared()
