@@ -277,7 +277,7 @@ func (cl *Client) reconnect(left string) *conn {
 // also refreshes the access token when it is due.
 func (cl *Client) healthLoop(c *conn, done chan struct{}) {
 	defer close(done)
-	t := time.NewTicker(healthInterval)
+	t := time.NewTimer(healthInterval)
 	defer t.Stop()
 	fails := 0
 	for {
@@ -296,15 +296,18 @@ func (cl *Client) healthLoop(c *conn, done chan struct{}) {
 		cancel()
 		if base, ok := protocol.ResponseOf(resp); err == nil && ok && base.OK() {
 			fails = 0
+			t.Reset(healthInterval)
 			continue
 		}
 		// Java retries a health check that got no answer; one more try
-		// keeps a single slow answer from costing the connection.
+		// at once keeps a single slow answer from costing the connection
+		// without waiting another interval to find a dead one.
 		if fails++; fails >= 2 || err == nil {
 			cl.o.log.Warn("health check failed", "server", c.server, "err", err)
 			c.markDone()
 			return
 		}
+		t.Reset(time.Millisecond)
 	}
 }
 
@@ -456,8 +459,14 @@ func (cl *Client) lockCall(ctx context.Context, op protocol.LockOp, li protocol.
 		m, err := c.request(actx, &protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: op}, headers)
 		cancel()
 		if err != nil {
-			if status.Code(err) == codes.Unavailable {
+			switch {
+			case status.Code(err) == codes.Unavailable:
 				c.markDone() // the transport is gone: move on at once
+			case ctx.Err() == nil && (status.Code(err) == codes.DeadlineExceeded || errors.Is(err, context.DeadlineExceeded)):
+				// The server answers every lock call within its own
+				// request timeout (2.5 s), below ours: one that does not
+				// answer at all is stopped or cut off.
+				c.markDone()
 			}
 			return nil, uncertain, fmt.Errorf("%s: %w", opName(op), err)
 		}

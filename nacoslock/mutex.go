@@ -221,6 +221,9 @@ func (m *Mutex) TryLock(ctx context.Context) error {
 	if err := m.checkReentry(); err != nil {
 		return err
 	}
+	if held, _ := m.Held(); held {
+		return m.reenter(ctx)
+	}
 	noWait := int64(-1)
 	var last error
 	for try := 0; try < attempts; try++ {
@@ -360,7 +363,8 @@ func (m *Mutex) checkReentry() error {
 // holds; if a retry after an unknown outcome counted one twice, the extra
 // hold is given back.
 func (m *Mutex) reenter(ctx context.Context) error {
-	want := m.count + 1
+	_, count := m.Held()
+	want := count + 1
 	noWait := int64(-1)
 	var last error
 	for try := 0; try < attempts; try++ {
