@@ -454,6 +454,8 @@ func (cl *Client) lockCall(ctx context.Context, op protocol.LockOp, li protocol.
 		var headers map[string]string
 		if cl.auth != nil {
 			headers = map[string]string{"accessToken": cl.auth.current()}
+		} else if cl.o.token != "" {
+			headers = map[string]string{"accessToken": cl.o.token}
 		}
 		actx, cancel := context.WithTimeout(ctx, cl.o.requestTimeout)
 		m, err := c.request(actx, &protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: op}, headers)

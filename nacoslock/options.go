@@ -12,6 +12,7 @@ const clientVersion = "nacos-lockd-go:v1"
 
 type options struct {
 	username, password string
+	token              string
 	tls                *tls.Config
 	loginTLS           *tls.Config
 	loginTLSSet        bool
@@ -38,6 +39,13 @@ type Option func(*options)
 // server says the token is no longer valid).
 func WithAuth(username, password string) Option {
 	return func(o *options) { o.username, o.password = username, password }
+}
+
+// WithAccessToken sends a token obtained elsewhere (nacos-lockctl login)
+// with every lock request, for tools that hold a token rather than a
+// password. It is never refreshed; WithAuth wins when both are given.
+func WithAccessToken(token string) Option {
+	return func(o *options) { o.token = token }
 }
 
 // WithTLS connects to the SDK port with TLS (the server's
