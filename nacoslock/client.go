@@ -337,8 +337,15 @@ func (cl *Client) onPush(c *conn, m protocol.Message) protocol.Message {
 		}
 		return &protocol.LockNotificationResponse{ResponseBase: ok}
 	case *protocol.ConnectResetRequest:
-		cl.preferServer(m.ServerIP)
-		signal(cl.reset)
+		cl.mu.Lock()
+		current := cl.cur == c
+		cl.mu.Unlock()
+		if current {
+			// A reset from a connection already left behind asks for
+			// nothing: the session has moved.
+			cl.preferServer(m.ServerIP)
+			signal(cl.reset)
+		}
 		return &protocol.ConnectResetResponse{ResponseBase: ok}
 	case *protocol.ClientDetectionRequest:
 		return &protocol.ClientDetectionResponse{ResponseBase: ok}
