@@ -220,8 +220,12 @@ func TestKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	lost := r.Lost()
 	if err := r.TryLock(ctx); err != nil {
 		t.Fatal(err)
+	}
+	if r.Lost() != lost {
+		t.Fatal("a re-entry started a hold of its own: Lost changed")
 	}
 	if v, _ := adminLock(t, sharedServer, nacoslock.Reentrant, k); v.ReentrantCount != 3 || v.Owner != r.Owner() {
 		t.Fatalf("server view after three holds: %+v", v)
@@ -393,4 +397,39 @@ func TestClientIdentity(t *testing.T) {
 		}
 	}
 	t.Fatalf("no connection named billing-worker in %+v", out.Connections)
+}
+
+// TestCloseEndsHolds: closing the Client ends its holds (Lost, ErrClosed)
+// and its connection, which makes the server free the lock at once (the
+// disconnect grace is 0 by default) for the next owner.
+func TestCloseEndsHolds(t *testing.T) {
+	k := key(t)
+	ctx := ctxFor(t, 30*time.Second)
+	cl, err := nacoslock.Dial(ctx, []string{sharedServer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cl.Mutex(k)
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next := dial(t, []string{sharedServer}).Mutex(k)
+	got := make(chan error, 1)
+	go func() { got <- next.Lock(ctx) }()
+	waitQueued(t, sharedServer, nacoslock.NonReentrant, k, 1)
+	if err := cl.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if !closed(m.Lost()) || !errors.Is(m.Err(), nacoslock.ErrClosed) {
+		t.Fatalf("after Close: lost %v, err %v", closed(m.Lost()), m.Err())
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("next owner after the holder's client closed: %v", err)
+	}
+	if err := m.Lock(ctx); !errors.Is(err, nacoslock.ErrClosed) {
+		t.Fatalf("lock on a closed client: %v, want ErrClosed", err)
+	}
+	if err := next.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
