@@ -394,6 +394,9 @@ func (cl *Client) Close() error {
 	}
 	close(cl.quit)
 	cl.wg.Wait()
+	if cl.auth != nil {
+		cl.auth.http.CloseIdleConnections()
+	}
 	return nil
 }
 

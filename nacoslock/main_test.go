@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"nacos-lockd/interop/procs"
 	"nacos-lockd/nacoslock"
 )
@@ -39,6 +41,16 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	stop()
 	procs.Cleanup()
+	if code == 0 {
+		// Every Client the tests dialled is closed by now: nothing of
+		// theirs may still run. (The tests' own admin API calls leave
+		// idle keep-alive connections in http.DefaultClient.)
+		http.DefaultClient.CloseIdleConnections()
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left after the tests:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
