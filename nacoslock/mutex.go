@@ -259,7 +259,9 @@ func (m *Mutex) TryLock(ctx context.Context) error {
 // when the lock is freed. When ctx ends first, Lock leaves the queue
 // (CANCEL_WAIT) and returns ctx's error. Lock retries through server
 // failures and reconnects until ctx ends. Once held, a watchdog renews the
-// lease every third of it until Unlock; watch Lost.
+// lease every third of it until Unlock; watch Lost. A Reentrant Mutex
+// that holds the lock takes it once more at once; a non-reentrant one
+// returns ErrReentry.
 func (m *Mutex) Lock(ctx context.Context) error {
 	m.op.Lock()
 	defer m.op.Unlock()
@@ -426,6 +428,12 @@ func (m *Mutex) granted(lr protocol.LockResult, sent time.Time) {
 // waiter) after the last. It returns an error wrapping ErrNotHeld when the
 // Mutex does not hold the lock, or when the server says it no longer does
 // (the hold was lost; Lost is then closed).
+//
+// A RELEASE whose answer is lost (a connection or leader failure) is sent
+// again. For a lock held once that is harmless; for a Reentrant lock held
+// several times the server may then count two releases, and the Mutex
+// follows the server's count (Held), which can reach 0 and free the lock
+// one Unlock early.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.op.Lock()
 	defer m.op.Unlock()
