@@ -282,12 +282,14 @@ func TestKinds(t *testing.T) {
 func TestWatchdogKeepsLock(t *testing.T) {
 	k := key(t)
 	ctx := ctxFor(t, 30*time.Second)
-	m := dial(t, []string{sharedServer}).Mutex(k, nacoslock.WithLease(900*time.Millisecond))
+	// Short leases, but not so short that one slow answer on a loaded
+	// machine costs the lock: the watchdog has three tries per lease.
+	m := dial(t, []string{sharedServer}).Mutex(k, nacoslock.WithLease(1200*time.Millisecond))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tok := m.FencingToken()
-	time.Sleep(3 * time.Second)
+	time.Sleep(3600 * time.Millisecond)
 	if closed(m.Lost()) {
 		t.Fatalf("lost: %v", m.Err())
 	}

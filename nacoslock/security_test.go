@@ -58,11 +58,11 @@ func TestAuthAndTLS(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
 
 	cl := dial(t, servers, nacoslock.WithTLS(good), nacoslock.WithAuth("app", "app-password"))
-	m := cl.Mutex("jobs-1", nacoslock.WithLease(time.Second))
+	m := cl.Mutex("jobs-1", nacoslock.WithLease(1500*time.Millisecond))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("lock over TLS with a token: %v", err)
 	}
-	time.Sleep(5 * time.Second) // 2.5 token lifetimes, 5 leases
+	time.Sleep(5 * time.Second) // 2.5 token lifetimes, 3 leases
 	if closed(m.Lost()) {
 		t.Fatalf("lost while the client should refresh its token: %v", m.Err())
 	}
