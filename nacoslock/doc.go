@@ -8,7 +8,8 @@
 //
 //   - Lock waits in the server's FIFO queue; the server pushes the grant
 //     to the head of the queue when the lock is freed, so waiters do not
-//     poll. When ctx ends first, Lock leaves the queue (CANCEL_WAIT).
+//     contend (they ask again every few seconds only in case a push was
+//     lost). When ctx ends first, Lock leaves the queue (CANCEL_WAIT).
 //   - TryLock takes the lock only if it is free.
 //   - Every grant carries a fencing token that is higher than every
 //     earlier grant's of the lock: hand it to the resource the lock
