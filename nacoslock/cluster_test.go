@@ -243,7 +243,7 @@ func TestClusterPartitionLostAndGracefulMove(t *testing.T) {
 	tok := holder.FencingToken()
 	log := &lineLog{}
 	wcl := dial(t, c.addrs(other, l), nacoslock.WithLogger(slog.New(slog.NewTextHandler(log, nil))))
-	w := wcl.Mutex(k, nacoslock.WithLease(3*time.Second))
+	w := wcl.Mutex(k, nacoslock.WithLease(10*time.Second))
 	got := make(chan error, 1)
 	go func() { got <- w.Lock(ctx) }()
 	waitQueued(t, c.nodes[l].HTTPAddr(), nacoslock.NonReentrant, k, 1)

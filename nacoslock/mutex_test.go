@@ -284,12 +284,12 @@ func TestWatchdogKeepsLock(t *testing.T) {
 	ctx := ctxFor(t, 30*time.Second)
 	// Short leases, but not so short that one slow answer on a loaded
 	// machine costs the lock: the watchdog has three tries per lease.
-	m := dial(t, []string{sharedServer}).Mutex(k, nacoslock.WithLease(1200*time.Millisecond))
+	m := dial(t, []string{sharedServer}).Mutex(k, nacoslock.WithLease(1500*time.Millisecond))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatal(err)
 	}
 	tok := m.FencingToken()
-	time.Sleep(3600 * time.Millisecond)
+	time.Sleep(4500 * time.Millisecond)
 	if closed(m.Lost()) {
 		t.Fatalf("lost: %v", m.Err())
 	}

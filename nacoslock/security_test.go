@@ -58,11 +58,11 @@ func TestAuthAndTLS(t *testing.T) {
 	ctx := ctxFor(t, 60*time.Second)
 
 	cl := dial(t, servers, nacoslock.WithTLS(good), nacoslock.WithAuth("app", "app-password"))
-	m := cl.Mutex("jobs-1", nacoslock.WithLease(1500*time.Millisecond))
+	m := cl.Mutex("jobs-1", nacoslock.WithLease(3*time.Second))
 	if err := m.Lock(ctx); err != nil {
 		t.Fatalf("lock over TLS with a token: %v", err)
 	}
-	time.Sleep(5 * time.Second) // 2.5 token lifetimes, 3 leases
+	time.Sleep(6 * time.Second) // 3 token lifetimes, 2 leases: lost by then without refreshes
 	if closed(m.Lost()) {
 		t.Fatalf("lost while the client should refresh its token: %v", m.Err())
 	}
