@@ -30,8 +30,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(runHolder())
 	}
-	// The machine is shared with other suites; keep to our port range.
-	procs.SetPortRange(28000, 29000)
 	stop, err := startShared()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "start shared nacos-lockd:", err)

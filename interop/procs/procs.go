@@ -72,22 +72,10 @@ func Cleanup() {
 	}
 }
 
-// portLo and portHi bound the main ports FreePorts picks (SetPortRange).
-var portLo, portHi = 21000, 61000
-
-// SetPortRange makes FreePorts pick main ports in [lo, hi): a test
-// package that shares the machine with other suites keeps to its own
-// range so that two suites starting nodes at once rarely race for a port.
-// Call it from TestMain, before any test runs.
-func SetPortRange(lo, hi int) {
-	if lo < 1001 || hi > 64535 || hi <= lo {
-		panic(fmt.Sprintf("procs: bad port range [%d, %d)", lo, hi))
-	}
-	portLo, portHi = lo, hi
-}
-
 // FreePorts returns n main ports P with P-1000, P and P+1000 free and no
-// two triples overlapping.
+// two triples overlapping. NACOS_LOCKD_TEST_PORTS=lo-hi draws the main
+// ports from lo..hi instead of 21000..60999, for machines shared by
+// several people running tests side by side.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	out, err := PickPorts(n)
@@ -99,10 +87,16 @@ func FreePorts(tb testing.TB, n int) []int {
 
 // PickPorts is FreePorts for callers without a testing.TB (TestMain).
 func PickPorts(n int) ([]int, error) {
+	lo, hi := 21000, 60999
+	if r := os.Getenv("NACOS_LOCKD_TEST_PORTS"); r != "" {
+		if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil || lo < 1001 || hi > 64535 || hi < lo {
+			return nil, fmt.Errorf("NACOS_LOCKD_TEST_PORTS=%q: want lo-hi within 1001-64535", r)
+		}
+	}
 	used := map[int]bool{}
 	var out []int
 	for tries := 0; len(out) < n && tries < 2000; tries++ {
-		p := portLo + rand.IntN(portHi-portLo)
+		p := lo + rand.IntN(hi-lo+1)
 		triple := []int{p - 1000, p, p + 1000}
 		ok := true
 		for _, q := range triple {
@@ -119,7 +113,7 @@ func PickPorts(n int) ([]int, error) {
 		}
 	}
 	if len(out) < n {
-		return nil, fmt.Errorf("not enough free ports in [%d, %d)", portLo, portHi)
+		return nil, fmt.Errorf("not enough free ports in %d-%d", lo, hi)
 	}
 	return out, nil
 }
