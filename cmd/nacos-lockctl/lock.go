@@ -121,8 +121,10 @@ func (c *ctl) mutexCommand(ctx context.Context, cmd, key string, f lockFlags, co
 		return err
 	}
 	if cmd == "try" {
-		// try takes the lock and leaves: closing the connection releases
-		// it, as before.
+		// try takes the lock and leaves: the connection closes as the CLI
+		// exits, and the server frees a closed connection's locks. Say
+		// so, or a user expects to hold it.
+		fmt.Fprintf(c.errOut, "%s is released as nacos-lockctl exits; to keep it, use lock or hold\n", key)
 		return c.granted(m)
 	}
 	token := m.FencingToken()
