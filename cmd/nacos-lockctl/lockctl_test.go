@@ -175,7 +175,7 @@ func TestHoldStopsCommandWhenLost(t *testing.T) {
 	server := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
-	hold := ctlCmd(ctx, server, "hold", "job", "--lease", "900", "--", "sleep", "60")
+	hold := ctlCmd(ctx, server, "hold", "job", "--lease", "3000", "--", "sleep", "60")
 	var out syncBuffer
 	hold.Stdout, hold.Stderr = &out, &out
 	if err := hold.Start(); err != nil {
