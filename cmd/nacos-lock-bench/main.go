@@ -20,7 +20,8 @@
 //	w5  renew load: --locks held locks renewed every --renew-every; CPU cost and effect on
 //	    W1 latency
 //
-// Targets (--target): nacos (default), redis, zk, grpc-noop (a no-op unary
+// Targets (--target): nacos (default), nacoslock (nacos-lockd through
+// the nacoslock package, as an application uses it), redis, zk, grpc-noop (a no-op unary
 // server, see `serve-noop`), raft-noop (in-process dragonboat with a no-op
 // state machine). etcd's clients live in the bench/etcd module.
 package main
@@ -94,7 +95,7 @@ type options struct {
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.target, "target", "nacos", "nacos, redis, zk, grpc-noop or raft-noop")
+	fs.StringVar(&o.target, "target", "nacos", "nacos, nacoslock (nacos-lockd through the Go package), redis, zk, grpc-noop or raft-noop")
 	fs.StringVar(&o.server, "server", "127.0.0.1:8848", "nacos: server main port address (SDK port is +1000); other targets: their client address")
 	fs.StringVar(&o.workload, "workload", "w1", "w1, w2, w3, w4 or w5")
 	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one connection each")
@@ -222,6 +223,15 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 	case "grpc-noop":
 		spec.PIDs = pidsOf(o.pid, o.server)
 		rep, err := w12(ctx, o, spec, dialNoop(o.server))
+		return []load.Report{rep}, err
+	case "nacoslock":
+		srv, err := nacosServer(ctx, o)
+		if err != nil {
+			return nil, err
+		}
+		defer srv.close()
+		spec.PIDs = []int{srv.pid()}
+		rep, err := w12(ctx, o, spec, dialPkg(o.server, o.lease))
 		return []load.Report{rep}, err
 	case "nacos", "nacos-lockd":
 	default:

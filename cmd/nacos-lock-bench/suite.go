@@ -31,7 +31,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs (3 s), fewer points, W3 at 100k only: a check that everything works (flags given explicitly win)")
-	targetsFlag := fs.String("targets", "nacos-lockd,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
+	targetsFlag := fs.String("targets", "nacos-lockd,nacoslock,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
 		"targets to run; peers that cannot be installed are skipped with a message")
 	javaModule := fs.String("java-module", "interop/java/versions/diff", "nacos-lockd-java, nacos-3.1: the interop/java module whose client BenchGen1Main runs with (nacos-client 3.1.0)")
 	nacosPeer := fs.String("nacos-peer", "interop/nacos-peer", "nacos-3.1: the real Nacos 3.1.0 server module (built on demand)")
@@ -293,7 +293,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	switch t {
-	case "nacos-lockd":
+	case "nacos-lockd", "nacoslock":
 		p, _, err := peers.NacosLockd(sctx, s.pin.Server, s.lockd, dir, port)
 		if err != nil {
 			return err

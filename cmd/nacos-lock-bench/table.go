@@ -203,6 +203,7 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %d |\n", t, get(mCPU), ratio, get(mP50), get(mP99), get(mOps), get(mRSS), n)
 		}
 	}
+	b.WriteString(pkgTable(reps, skipped))
 	b.WriteString(javaTable(reps, skipped))
 	// W3-W5.
 	var extra []string
@@ -370,6 +371,49 @@ func issueChecks(reps []load.Report, pinned bool, rates []float64, fifo, checked
 	}
 	if !w5 {
 		notJudged("W5 server CPU per renew <= 1.3x grpc-noop's per round trip", "no W5")
+	}
+	return b.String()
+}
+
+// pkgTable sets the Go package (nacoslock: Mutex.Lock/TryLock/Unlock with
+// its watchdog) beside etcd's concurrency.Mutex, the library Go users
+// would otherwise pick (issue 16): both are one client library's mutex
+// over its server, measured in the same points as the main table.
+func pkgTable(reps []load.Report, skipped map[string]string) string {
+	const ours, peer = "nacoslock", "etcd-mutex"
+	if skipped[ours] != "" || skipped[peer] != "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, w := range []string{"w1", "w2"} {
+		var cs []int
+		for _, r := range reps {
+			if r.Target == ours && r.Workload == w && r.RatePerSec == 0 && !slices.Contains(cs, r.Clients) {
+				cs = append(cs, r.Clients)
+			}
+		}
+		slices.Sort(cs)
+		for _, c := range cs {
+			get := func(t string, f func(load.Report) float64) (float64, bool) { return pick(reps, t, w, c, f) }
+			o, ok1 := get(ours, mOps)
+			e, ok2 := get(peer, mOps)
+			if !ok1 || !ok2 || e == 0 {
+				continue
+			}
+			if b.Len() == 0 {
+				b.WriteString("\nThe Go package beside etcd's concurrency.Mutex (nacoslock: `Mutex.Lock`/`TryLock`/`Unlock` with its watchdog, one `Client` per client; etcd: `concurrency.Mutex` on a 30 s session). Ratios nacoslock / etcd-mutex; ops/s above 1 and latency, CPU below 1 favour nacoslock.\n\n")
+				b.WriteString("| point | nacoslock ops/s | ops/s | p50 | p99 | server CPU µs/op |\n|---|---|---|---|---|---|\n")
+			}
+			ratio := func(f func(load.Report) float64) string {
+				x, okx := get(ours, f)
+				y, oky := get(peer, f)
+				if !okx || !oky || y == 0 {
+					return "n/a"
+				}
+				return fmt.Sprintf("%.2fx", x/y)
+			}
+			fmt.Fprintf(&b, "| %s c=%d | %s | %.2fx | %s | %s | %s |\n", strings.ToUpper(w), c, fmtSig(o), o/e, ratio(mP50), ratio(mP99), ratio(mCPU))
+		}
 	}
 	return b.String()
 }

@@ -156,3 +156,23 @@ func TestRateIsForW1Only(t *testing.T) {
 		t.Error("--rate accepted for w2 or below 0")
 	}
 }
+
+// TestPkgTable: the package's rows set nacoslock beside etcd-mutex at the
+// points both ran, and the section is left out when either was skipped.
+func TestPkgTable(t *testing.T) {
+	reps, _ := syntheticRun()
+	rep := func(w string, c int, ops, p50, cpu float64) load.Report {
+		return load.Report{Target: "nacoslock", Workload: w, Clients: c, Ops: 1000, OpsPerSec: ops, P50Ms: p50, P99Ms: 2 * p50, ServerCPUPerOp: cpu, FIFOViolations: -1}
+	}
+	reps = append(reps, rep("w1", 64, 15000, 4, 120), rep("w2", 16, 8000, 2, 100), rep("w1", 1, 900, 1, 130))
+	got := pkgTable(reps, map[string]string{})
+	wantLines(t, got,
+		"| W1 c=64 | 15000 | 3.00x | 0.33x | 0.33x | 0.30x |",
+		"| W2 c=16 | 8000 | 4.00x | 0.25x | 0.25x | 0.20x |")
+	if strings.Contains(got, "W1 c=1 ") {
+		t.Errorf("a point etcd-mutex did not run is in the table:\n%s", got)
+	}
+	if s := pkgTable(reps, map[string]string{"etcd-mutex": "not installed"}); s != "" {
+		t.Errorf("section with etcd-mutex skipped:\n%s", s)
+	}
+}

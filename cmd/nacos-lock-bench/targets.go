@@ -426,6 +426,8 @@ func supports(target, workload string) (bool, string) {
 		return false, "a ceiling has no lock to contend"
 	case workload == "w2":
 		return true, ""
+	case target == "nacoslock":
+		return false, "the package's target runs w1 and w2 (w3-w5 measure the server: see nacos-lockd)"
 	case strings.HasPrefix(target, "nacos"):
 		return true, ""
 	}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"syscall"
 	"time"
 
 	"nacos-lockd/interop/client"
+	"nacos-lockd/nacoslock"
 	"nacos-lockd/protocol"
 )
 
@@ -55,64 +57,88 @@ func (c *ctl) lockCommand(ctx context.Context, cmd string, args []string) error 
 	if cmd == "hold" && len(command) == 0 {
 		return errors.New("hold: give the command after --")
 	}
+	if cmd == "unlock" || cmd == "renew" {
+		return c.ownerCommand(ctx, cmd, key, f)
+	}
+	return c.mutexCommand(ctx, cmd, key, f, command)
+}
+
+// ownerCommand releases or renews a lock for an owner that holds it from
+// another process, one raw request: the Mutex of nacoslock only ever acts
+// for a hold it took itself.
+func (c *ctl) ownerCommand(ctx context.Context, cmd, key string, f lockFlags) error {
 	cl, err := c.dial(ctx)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	li := client.Instance(key, f.typ, f.owner, client.Ms(f.lease), client.Ms(f.wait))
-	switch cmd {
-	case "unlock":
+	if cmd == "unlock" {
 		li.ExpiredTime = client.Ms(0)
 		r, err := c.call(ctx, cl, protocol.OpRelease, li)
 		if err != nil {
 			return err
 		}
 		return c.report(r, "released", "not released")
-	case "renew":
-		r, err := c.call(ctx, cl, protocol.OpRenew, li)
-		if err != nil {
-			return err
-		}
-		return c.report(r, "renewed", "not renewed")
-	case "try":
-		r, err := c.acquire(ctx, cl, li)
-		if err != nil {
-			return err
-		}
-		if r.Result {
-			// The connection closes as the CLI exits, and the server frees a
-			// closed connection's locks: say so, or a user expects to hold it.
-			fmt.Fprintf(c.errOut, "%s is released as nacos-lockctl exits; to keep it, use lock or hold\n", key)
-		}
-		return c.report(r, "granted", "not granted")
 	}
-	r, err := c.acquire(ctx, cl, li)
+	r, err := c.call(ctx, cl, protocol.OpRenew, li)
 	if err != nil {
 		return err
 	}
-	if !r.Result {
-		return c.report(r, "granted", "not granted")
+	return c.report(r, "renewed", "not renewed")
+}
+
+// mutexCommand runs try, lock and hold on the nacoslock package, as an
+// application would: FIFO wait woken by the server's push, the watchdog,
+// Lost.
+func (c *ctl) mutexCommand(ctx context.Context, cmd, key string, f lockFlags, command []string) error {
+	kind, ok := map[string]nacoslock.Kind{
+		protocol.LockTypeNonReentrant: nacoslock.NonReentrant,
+		protocol.LockTypeReentrant:    nacoslock.Reentrant,
+		protocol.LockTypeNacos:        nacoslock.Legacy,
+	}[f.typ]
+	if !ok {
+		return fmt.Errorf("--type %q: want NACOS_LOCK, REENTRANT or NON_REENTRANT", f.typ)
 	}
-	token := result(r).FencingToken
-	renewCtx, stopRenew := context.WithCancel(ctx)
-	renewDone := make(chan error, 1)
-	go func() { renewDone <- c.renewLoop(renewCtx, cl, li) }()
+	dctx, cancel := context.WithTimeout(ctx, c.timeout)
+	opts := []nacoslock.Option{nacoslock.WithClientName("nacos-lockctl")}
+	if c.token != "" {
+		opts = append(opts, nacoslock.WithAccessToken(c.token))
+	}
+	cl, err := nacoslock.Dial(dctx, []string{c.server}, opts...)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", c.server, err)
+	}
+	defer cl.Close()
+	m := cl.Mutex(key, nacoslock.WithKind(kind), nacoslock.WithOwner(f.owner),
+		nacoslock.WithLease(time.Duration(f.lease)*time.Millisecond))
+	if err := c.take(ctx, m, f.wait); err != nil {
+		return err
+	}
+	if cmd == "try" {
+		// try takes the lock and leaves: the connection closes as the CLI
+		// exits, and the server frees a closed connection's locks. Say
+		// so, or a user expects to hold it.
+		fmt.Fprintf(c.errOut, "%s is released as nacos-lockctl exits; to keep it, use lock or hold\n", key)
+		return c.granted(m)
+	}
+	token := m.FencingToken()
 	var runErr error
 	if cmd == "hold" {
 		fmt.Fprintf(c.errOut, "holding %s (fencing token %d)\n", key, token)
-		runErr = runHeld(ctx, command, key, token)
+		runErr = runHeld(ctx, m, command, key, token)
 	} else {
 		fmt.Fprintf(c.out, "holding %s (fencing token %d); interrupt to release\n", key, token)
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-m.Lost():
+		}
 	}
-	stopRenew()
-	lost := <-renewDone
-	rel := li
-	rel.ExpiredTime = client.Ms(0)
-	relCtx, cancel := context.WithTimeout(context.Background(), c.timeout)
-	_, relErr := c.call(relCtx, cl, protocol.OpRelease, rel)
-	cancel()
+	lost := m.Err()
+	relCtx, cancelRel := context.WithTimeout(context.Background(), c.timeout)
+	relErr := m.Unlock(relCtx)
+	cancelRel()
 	switch {
 	case lost != nil:
 		return fmt.Errorf("lock lost while held: %w", lost)
@@ -122,6 +148,55 @@ func (c *ctl) lockCommand(ctx context.Context, cmd string, args []string) error 
 		return fmt.Errorf("release: %w", relErr)
 	}
 	return nil
+}
+
+// take acquires: one attempt when wait < 0, else waiting in the queue up
+// to wait ms. A refusal is reported and exits 3.
+func (c *ctl) take(ctx context.Context, m *nacoslock.Mutex, wait int64) error {
+	var err error
+	if wait < 0 {
+		tctx, cancel := context.WithTimeout(ctx, c.timeout)
+		err = m.TryLock(tctx)
+		cancel()
+	} else {
+		wctx, cancel := context.WithTimeout(ctx, time.Duration(wait)*time.Millisecond)
+		err = m.Lock(wctx)
+		cancel()
+		if err != nil && ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
+			return c.refused(fmt.Sprintf("still queued after %d ms", wait))
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, nacoslock.ErrLocked):
+		return c.refused(msgHeld)
+	case errors.Is(err, nacoslock.ErrReentry):
+		return c.refused(err.Error())
+	}
+	return err
+}
+
+// msgHeld is the server's text for a refusal, which scripts may match.
+const msgHeld = "Lock is held by another owner"
+
+func (c *ctl) granted(m *nacoslock.Mutex) error {
+	_, count := m.Held()
+	if c.json {
+		fmt.Fprintf(c.out, `{"result":true,"reentrantCount":%d,"waitPosition":-1,"fencingToken":%d,"message":""}`+"\n", count, m.FencingToken())
+		return nil
+	}
+	fmt.Fprintf(c.out, "granted (reentrant count %d, fencing token %d)\n", count, m.FencingToken())
+	return nil
+}
+
+func (c *ctl) refused(why string) error {
+	if c.json {
+		fmt.Fprintf(c.out, `{"result":false,"reentrantCount":0,"waitPosition":-1,"fencingToken":0,"message":%q}`+"\n", why)
+	} else {
+		fmt.Fprintf(c.out, "not granted: %s\n", why)
+	}
+	return exitCode(3)
 }
 
 func flagSet(fs *flag.FlagSet, name string) bool {
@@ -165,61 +240,21 @@ func (c *ctl) call(ctx context.Context, cl *client.Client, op protocol.LockOp, l
 	return r, nil
 }
 
-// acquire sends ACQUIRE and, when queued, waits for the server's push
-// and claims the grant, like the Java client's lock().
-func (c *ctl) acquire(ctx context.Context, cl *client.Client, li protocol.LockInstance) (*protocol.LockOperationResponse, error) {
-	deadline := time.Now().Add(time.Duration(max(li.WaitMs(), 0)) * time.Millisecond)
-	for {
-		r, err := c.call(ctx, cl, protocol.OpAcquire, li)
-		if err != nil || r.Result || li.WaitMs() <= 0 {
-			return r, err
-		}
-		remaining := time.Until(deadline)
-		if remaining <= 0 {
-			cancelWait(cl, li, c.timeout)
-			return r, nil
-		}
-		wctx, cancel := context.WithTimeout(ctx, min(remaining, 2*time.Second))
-		_, _ = client.WaitPush[*protocol.LockNotificationRequest](wctx, cl) // or poll again
-		cancel()
-		if ctx.Err() != nil {
-			cancelWait(cl, li, c.timeout)
-			return nil, ctx.Err()
-		}
-		li.WaiterRetry = true
-	}
-}
-
-func cancelWait(cl *client.Client, li protocol.LockInstance, timeout time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+// runHeld runs the command while the lock is held and stops it (SIGTERM)
+// when the lock is lost, so that it does not go on unprotected.
+func runHeld(ctx context.Context, m *nacoslock.Mutex, command []string, key string, token uint64) error {
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	_, _ = cl.Lock(ctx, protocol.OpCancelWait, li)
-}
-
-// renewLoop renews every third of the lease until ctx ends; it returns an
-// error if the lock was lost.
-func (c *ctl) renewLoop(ctx context.Context, cl *client.Client, li protocol.LockInstance) error {
-	every := time.Duration(max(*li.ExpiredTime/3, 100)) * time.Millisecond
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
+	go func() {
 		select {
+		case <-m.Lost():
+			cancel()
 		case <-ctx.Done():
-			return nil
-		case <-t.C:
 		}
-		r, err := c.call(ctx, cl, protocol.OpRenew, li)
-		if ctx.Err() != nil {
-			return nil
-		}
-		if err == nil && !r.Result {
-			return errors.New("the server refused the renewal")
-		}
-	}
-}
-
-func runHeld(ctx context.Context, command []string, key string, token uint64) error {
+	}()
 	cmd := exec.CommandContext(ctx, command[0], command[1:]...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = append(os.Environ(), "NACOS_LOCK_KEY="+key, "NACOS_LOCK_FENCING_TOKEN="+strconv.FormatUint(token, 10))
 	err := cmd.Run()

@@ -167,3 +167,27 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestHoldStopsCommandWhenLost: an operator force-releases the lock a
+// hold runs under; the next renewal is refused, the command is stopped
+// (it would sleep for a minute otherwise) and hold exits 1 saying so.
+func TestHoldStopsCommandWhenLost(t *testing.T) {
+	server := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
+	defer cancel()
+	hold := ctlCmd(ctx, server, "hold", "job", "--lease", "3000", "--", "sleep", "60")
+	var out syncBuffer
+	hold.Stdout, hold.Stderr = &out, &out
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Process.Kill(); _ = hold.Wait() }()
+	waitFor(t, func() bool { return strings.Contains(out.String(), "holding job") })
+	if b, err := ctlCmd(ctx, server, "force-release", "NON_REENTRANT", "job").CombinedOutput(); err != nil {
+		t.Fatalf("force-release: %v\n%s", err, b)
+	}
+	err := hold.Wait()
+	if code := exitOf(err); code != 1 || !strings.Contains(out.String(), "lock lost while held") {
+		t.Fatalf("hold after the lock was taken away: exit %d (ctx %v)\n%s", code, ctx.Err(), out.String())
+	}
+}

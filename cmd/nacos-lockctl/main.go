@@ -75,7 +75,8 @@ lock commands (Nacos gRPC protocol; flags: --type, --lease ms, --wait ms, --owne
                             frees a closed connection's locks): to keep it, use lock or hold
   lock <key>                acquire (waiting up to --wait), then hold and renew until interrupted
   hold <key> -- <cmd...>    acquire, run cmd with NACOS_LOCK_KEY and NACOS_LOCK_FENCING_TOKEN
-                            set, renew while it runs, release when it exits; exits with its code
+                            set, renew while it runs, release when it exits; exits with its code;
+                            cmd gets SIGTERM if the lock is lost (then exit 1)
   unlock <key> --owner o    release a lock held by owner o
   renew <key> --owner o     renew a lock held by owner o
 

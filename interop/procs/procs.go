@@ -78,10 +78,19 @@ func Cleanup() {
 // several people running tests side by side.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
+	out, err := PickPorts(n)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// PickPorts is FreePorts for callers without a testing.TB (TestMain).
+func PickPorts(n int) ([]int, error) {
 	lo, hi := 21000, 60999
 	if r := os.Getenv("NACOS_LOCKD_TEST_PORTS"); r != "" {
 		if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil || lo < 1001 || hi > 64535 || hi < lo {
-			tb.Fatalf("NACOS_LOCKD_TEST_PORTS=%q: want lo-hi within 1001-64535", r)
+			return nil, fmt.Errorf("NACOS_LOCKD_TEST_PORTS=%q: want lo-hi within 1001-64535", r)
 		}
 	}
 	used := map[int]bool{}
@@ -104,9 +113,9 @@ func FreePorts(tb testing.TB, n int) []int {
 		}
 	}
 	if len(out) < n {
-		tb.Fatal("not enough free ports")
+		return nil, fmt.Errorf("not enough free ports in %d-%d", lo, hi)
 	}
-	return out
+	return out, nil
 }
 
 func free(port int) bool {
