@@ -14,20 +14,20 @@ import (
 	"strings"
 )
 
-// Member is one line of Nacos's cluster.conf: a node's IP and main port.
+// Member is one line of Nacos's cluster.conf: a node's host and main port.
 // Its SDK gRPC port is Port+1000 and its Raft port Port-1000 unless the
 // line names one with ?raft_port=.
 type Member struct {
-	IP       string
+	Host     string
 	Port     int
 	RaftPort int
 }
 
 // Address is the member as cluster.conf writes it: ip:mainport.
-func (m Member) Address() string { return net.JoinHostPort(m.IP, strconv.Itoa(m.Port)) }
+func (m Member) Address() string { return net.JoinHostPort(m.Host, strconv.Itoa(m.Port)) }
 
 // RaftAddress is the member's Raft transport address.
-func (m Member) RaftAddress() string { return net.JoinHostPort(m.IP, strconv.Itoa(m.RaftPort)) }
+func (m Member) RaftAddress() string { return net.JoinHostPort(m.Host, strconv.Itoa(m.RaftPort)) }
 
 // GRPCPort is the SDK port clients use.
 func (m Member) GRPCPort() int { return m.Port + 1000 }
@@ -123,7 +123,7 @@ func parseMember(s string) (Member, error) {
 	if err != nil || port < 1001 || port > 64535 {
 		return Member{}, fmt.Errorf("member %q: main port must be a number in 1001..64535 (port-1000 and port+1000 are used too)", s)
 	}
-	m := Member{IP: host, Port: port, RaftPort: port - 1000}
+	m := Member{Host: host, Port: port, RaftPort: port - 1000}
 	if query != "" {
 		q, err := url.ParseQuery(query)
 		if err != nil {
@@ -140,9 +140,9 @@ func parseMember(s string) (Member, error) {
 	return m, nil
 }
 
-// FindMember returns the member with this IP and main port.
-func FindMember(members []Member, ip string, port int) (Member, bool) {
-	want := net.JoinHostPort(ip, strconv.Itoa(port))
+// FindMember returns the member with this host and main port.
+func FindMember(members []Member, host string, port int) (Member, bool) {
+	want := net.JoinHostPort(host, strconv.Itoa(port))
 	for _, m := range members {
 		if m.Address() == want {
 			return m, true

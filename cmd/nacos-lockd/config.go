@@ -172,7 +172,7 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	if net.ParseIP(addr) == nil {
 		return config{}, fmt.Errorf("node address %q is not an IP address", addr)
 	}
-	cfg.self = compat.Member{IP: addr, Port: mainPort, RaftPort: mainPort - 1000}
+	cfg.self = compat.Member{Host: addr, Port: mainPort, RaftPort: mainPort - 1000}
 	cfg.members = []compat.Member{cfg.self}
 	if *clusterConf != "" {
 		members, err := compat.LoadClusterConf(*clusterConf)

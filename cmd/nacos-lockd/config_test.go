@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.IP != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
+		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.Host != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
 			t.Fatalf("%+v", cfg)
 		}
 		if cfg.coalesceWindow != statemachine.DefaultCoalesceWindow {
@@ -49,7 +49,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 9000 || cfg.self.IP != "10.1.2.3" || cfg.self.RaftPort != 8000 || cfg.lock.DefaultLeaseMs != 5000 {
+		if cfg.self.Port != 9000 || cfg.self.Host != "10.1.2.3" || cfg.self.RaftPort != 8000 || cfg.lock.DefaultLeaseMs != 5000 {
 			t.Fatalf("%+v", cfg)
 		}
 	})
@@ -58,7 +58,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 8848 || cfg.self.IP != "127.0.0.1" {
+		if cfg.self.Port != 8848 || cfg.self.Host != "127.0.0.1" {
 			t.Fatalf("%+v", cfg)
 		}
 	})

@@ -124,11 +124,11 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	var listed []string
 	ips := localIPs()
 	for _, m := range members {
-		if slices.Contains(ips, m.IP) {
-			s.env["NACOS_LOCKD_IP"] = m.IP
+		if slices.Contains(ips, m.Host) {
+			s.env["NACOS_LOCKD_IP"] = m.Host
 			return s, nil
 		}
-		listed = append(listed, m.IP)
+		listed = append(listed, m.Host)
 	}
 	return s, fmt.Errorf("none of this container's addresses %v is a cluster member %v: set NACOS_SERVER_IP", ips, listed)
 }

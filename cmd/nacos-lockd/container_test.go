@@ -53,7 +53,7 @@ func TestContainerSettings(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	t.Run("nothing set: a single node on /data", func(t *testing.T) {
 		cfg, err := containerConfigFor(t, nil, nil)
-		if err != nil || cfg.dataDir != "/data" || cfg.cluster || cfg.self.Port != 8848 || cfg.self.IP != "127.0.0.1" {
+		if err != nil || cfg.dataDir != "/data" || cfg.cluster || cfg.self.Port != 8848 || cfg.self.Host != "127.0.0.1" {
 			t.Fatalf("%v %+v", err, cfg)
 		}
 	})
