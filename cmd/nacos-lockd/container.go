@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -76,9 +75,8 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 			s.overlay[prop] = v
 		}
 	}
-	if strings.EqualFold(getenv("PREFER_HOST_MODE"), "hostname") {
-		return s, errors.New("PREFER_HOST_MODE=hostname: cluster members must be IP addresses for now (NACOS_SERVERS, cluster.conf)")
-	}
+	// PREFER_HOST_MODE=hostname (nacos-k8s sets it) needs nothing here:
+	// members listed by name are found and dialled by name either way.
 
 	servers := strings.Fields(strings.ReplaceAll(getenv("NACOS_SERVERS"), ",", " "))
 	mode := strings.ToLower(getenv("MODE"))
@@ -117,7 +115,9 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	default:
 		return s, nil // neither MODE nor members: a single node
 	}
-	if get("NACOS_LOCKD_IP") != "" {
+	if get("NACOS_LOCKD_IP") != "" || slices.ContainsFunc(members, compat.Member.IsName) {
+		// Members by name: the server finds itself by the host name
+		// (a StatefulSet pod's) or by what the names resolve to (findSelf).
 		return s, nil
 	}
 	// As Nacos does, find this node among the members by its own addresses.
