@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"nacos-lockd/compat"
@@ -47,6 +48,29 @@ type containerSetup struct {
 	env         map[string]string // NACOS_LOCKD_* defaults, used where the variable is unset
 	overlay     compat.Properties // over the properties file
 	clusterConf []byte            // NACOS_SERVERS as a cluster.conf, to write to env[NACOS_LOCKD_CLUSTER_CONF]
+	join        bool              // start with --join (NACOS_LOCKD_JOIN_FROM_ORDINAL)
+}
+
+// joinFromOrdinal reads NACOS_LOCKD_JOIN_FROM_ORDINAL=N: a StatefulSet pod
+// whose ordinal (the host name's -N suffix) is N or more starts with
+// --join. The pods of a StatefulSet share one command line, but the
+// members it was created with bootstrap from cluster.conf while pods added
+// by scaling up must join the running group (after nacos-lockctl cluster
+// add). --join only matters on a first start, so the variable may stay.
+func joinFromOrdinal(v, hostname string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	from, err := strconv.Atoi(v)
+	if err != nil || from < 0 {
+		return false, fmt.Errorf("NACOS_LOCKD_JOIN_FROM_ORDINAL=%q: want a pod ordinal (0, 1, ...)", v)
+	}
+	i := strings.LastIndexByte(hostname, '-')
+	ord, err := strconv.Atoi(hostname[i+1:])
+	if i < 0 || err != nil || ord < 0 {
+		return false, fmt.Errorf("NACOS_LOCKD_JOIN_FROM_ORDINAL is set, but the host name %q ends in no StatefulSet ordinal (-0, -1, ...)", hostname)
+	}
+	return ord >= from, nil
 }
 
 // containerSettings reads the environment through getenv and the image's
@@ -77,6 +101,13 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	}
 	// PREFER_HOST_MODE=hostname (nacos-k8s sets it) needs nothing here:
 	// members listed by name are found and dialled by name either way.
+
+	host, _ := sysHost.hostname()
+	join, err := joinFromOrdinal(getenv("NACOS_LOCKD_JOIN_FROM_ORDINAL"), host)
+	if err != nil {
+		return s, err
+	}
+	s.join = join
 
 	servers := strings.Fields(strings.ReplaceAll(getenv("NACOS_SERVERS"), ",", " "))
 	mode := strings.ToLower(getenv("MODE"))
@@ -156,6 +187,9 @@ func runContainer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := os.WriteFile(path, s.clusterConf, 0o640); err != nil {
 			return fmt.Errorf("write NACOS_SERVERS as a cluster.conf: %w", err)
 		}
+	}
+	if s.join && !slices.Contains(args, "--join") {
+		args = append(args, "--join")
 	}
 	return runWith(ctx, args, getenv, s.overlay, stdout, stderr)
 }

@@ -110,6 +110,26 @@ func TestContainerSettings(t *testing.T) {
 			t.Fatalf("%v %+v", err, cfg)
 		}
 	})
+	t.Run("NACOS_LOCKD_JOIN_FROM_ORDINAL: pods added by scaling up join", func(t *testing.T) {
+		for host, want := range map[string]bool{"nacos-lockd-0": false, "nacos-lockd-2": false, "nacos-lockd-3": true, "nacos-lockd-12": true} {
+			withHost(t, hostEnv{hostname: func() (string, error) { return host, nil }})
+			s, err := containerSettings(func(k string) string {
+				return map[string]string{"NACOS_LOCKD_JOIN_FROM_ORDINAL": "3"}[k]
+			}, func(string) ([]byte, bool) { return nil, false }, func() []string { return nil })
+			if err != nil || s.join != want {
+				t.Errorf("%s: join %v (%v), want %v", host, s.join, err, want)
+			}
+		}
+		for _, c := range [][2]string{{"3", "lockd"}, {"3", "lockd-x"}, {"three", "lockd-3"}, {"-1", "lockd-3"}} {
+			withHost(t, hostEnv{hostname: func() (string, error) { return c[1], nil }})
+			_, err := containerSettings(func(k string) string {
+				return map[string]string{"NACOS_LOCKD_JOIN_FROM_ORDINAL": c[0]}[k]
+			}, func(string) ([]byte, bool) { return nil, false }, func() []string { return nil })
+			if err == nil || !strings.Contains(err.Error(), "NACOS_LOCKD_JOIN_FROM_ORDINAL") {
+				t.Errorf("from %s on %s: %v, want an error naming the variable", c[0], c[1], err)
+			}
+		}
+	})
 	t.Run("auth from NACOS_AUTH_*, over the file", func(t *testing.T) {
 		cfg, err := containerConfigFor(t, map[string]string{"NACOS_AUTH_ENABLE": "true", "NACOS_AUTH_TOKEN": key, "NACOS_AUTH_TOKEN_EXPIRE_SECONDS": "600",
 			"NACOS_AUTH_IDENTITY_KEY": "serverIdentity", "NACOS_AUTH_IDENTITY_VALUE": "s3cret"},
