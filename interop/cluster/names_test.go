@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -76,32 +77,52 @@ func acquire(t *testing.T, cl *client.Client, key string) {
 // Three processes whose cluster.conf lists them as localhost:PORT and who
 // are not told --ip: each finds itself as the member with its port whose
 // name resolves to an address of this machine, and the cluster works
-// under the names' replica ids, also after a restart.
+// under the names' replica ids, also after a restart. Then a fourth is
+// added by name the way README's scaling runs: nacos-lockctl cluster add,
+// then the new node starts with --join.
 func TestClusterOfLocalhostNames(t *testing.T) {
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "cluster.conf")
 	var nodes []*procs.Node
 	var addrs []string
-	for i, port := range procs.FreePorts(t, 3) {
+	for i, port := range procs.FreePorts(t, 4) {
 		addrs = append(addrs, fmt.Sprintf("localhost:%d", port))
 		nodes = append(nodes, procs.New(t, port, filepath.Join(dir, fmt.Sprintf("node%d", i)), "--cluster-conf", conf))
 	}
-	if err := os.WriteFile(conf, []byte(strings.Join(addrs, "\n")+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(strings.Join(addrs[:3], "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
+	for _, n := range nodes[:3] {
 		n.Start()
 	}
-	for _, n := range nodes {
+	for _, n := range nodes[:3] {
 		n.WaitReady(90 * time.Second)
 	}
-	checkNamedMembers(t, nodes[0].HTTPAddr(), addrs)
+	checkNamedMembers(t, nodes[0].HTTPAddr(), addrs[:3])
 	cl := dial(t, nodes[0].GRPCAddr())
 	acquire(t, cl, "by-name")
 	nodes[2].Term(30 * time.Second)
 	nodes[2].StartReady()
 	waitHeld(t, nodes[2].HTTPAddr(), "by-name")
-	checkNamedMembers(t, nodes[2].HTTPAddr(), addrs)
+	checkNamedMembers(t, nodes[2].HTTPAddr(), addrs[:3])
+
+	// Scaling up: the StatefulSet's new cluster.conf lists the fourth too.
+	if err := os.WriteFile(conf, []byte(strings.Join(addrs, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(procs.Binary(t, "nacos-lockctl"), "--server", nodes[1].HTTPAddr(), "cluster", "add", addrs[3]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("cluster add %s: %v\n%s", addrs[3], err, out)
+	}
+	nodes[3].StartReady("--join")
+	waitHeld(t, nodes[3].HTTPAddr(), "by-name")
+	ms, err := procs.Members(nodes[0].HTTPAddr(), 12*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ms) != 4 || !slices.ContainsFunc(ms, func(m procs.Member) bool { return m.Address == addrs[3] }) {
+		t.Fatalf("members after adding %s: %+v", addrs[3], ms)
+	}
 }
 
 func waitHeld(t *testing.T, httpAddr, key string) {
