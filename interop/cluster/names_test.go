@@ -3,6 +3,7 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -122,6 +123,27 @@ func TestClusterOfLocalhostNames(t *testing.T) {
 	}
 	if len(ms) != 4 || !slices.ContainsFunc(ms, func(m procs.Member) bool { return m.Address == addrs[3] }) {
 		t.Fatalf("members after adding %s: %+v", addrs[3], ms)
+	}
+	// --join does nothing to a node with data (README: the chart then
+	// gives it to every pod): a first member and the joined one restart
+	// with it under their ids, and the membership stays as it was.
+	ids := func(ms []procs.Member) map[string]uint64 {
+		out := map[string]uint64{}
+		for _, m := range ms {
+			out[m.Address] = m.ReplicaID
+		}
+		return out
+	}
+	for _, i := range []int{0, 3} {
+		nodes[i].Term(30 * time.Second)
+		nodes[i].StartReady("--join")
+	}
+	after, err := procs.Members(nodes[0].HTTPAddr(), 12*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(ids(after), ids(ms)) {
+		t.Fatalf("members after restarts with --join %+v, want %+v", after, ms)
 	}
 }
 
