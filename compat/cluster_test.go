@@ -59,7 +59,11 @@ func TestParseClusterConfRejects(t *testing.T) {
 		"":                                "no members",
 		"# only a comment\n":              "no members",
 		"127.0.0.1:8848\n127.0.0.1:8848":  "already listed on line 1",
-		"node-a:8848":                     "not an IP address",
+		"node_a:8848":                     "neither an IP address nor a DNS name",
+		"-node:8848":                      "neither an IP address nor a DNS name",
+		"a..b:8848":                       "neither an IP address nor a DNS name",
+		"10.0.0.300:8848":                 "neither an IP address nor a DNS name",
+		"Node-A:8848\nnode-a:8848":        "already listed on line 1",
 		"127.0.0.1:80":                    "1001..64535",
 		"127.0.0.1:x":                     "1001..64535",
 		"127.0.0.1:8848?raft_port=banana": "raft_port",
@@ -68,5 +72,52 @@ func TestParseClusterConfRejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want an error containing %q", conf, err, want)
 		}
+	}
+}
+
+// Members listed by name: the id hashes the name as written (lower case),
+// so it does not depend on what the name resolves to, and IP members keep
+// the ids they always had (pinned: a changed id would make every existing
+// cluster's data dirs disagree with their cluster.conf).
+func TestReplicaIDsOfNames(t *testing.T) {
+	for addr, want := range map[string]uint64{
+		"127.0.0.1:8848": 0x56a302ae2a9987d0,
+		"10.0.0.1:8848":  0x50d69e76f1d47849,
+	} {
+		m, err := ParseMember(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.IsName() || m.ReplicaID() != want {
+			t.Errorf("%s: id %#x, name %v; want %#x, not a name", addr, m.ReplicaID(), m.IsName(), want)
+		}
+	}
+	conf := "nacos-lockd-1.nacos-lockd-headless.ns.svc.cluster.local:8848\nNACOS-LOCKD-0.nacos-lockd-headless.ns.svc.cluster.local:8848?raft_port=7000\nlocalhost:8850\n"
+	got, err := ParseClusterConf(strings.NewReader(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Member{
+		{"localhost", 8850, 7850},
+		{"nacos-lockd-0.nacos-lockd-headless.ns.svc.cluster.local", 8848, 7000},
+		{"nacos-lockd-1.nacos-lockd-headless.ns.svc.cluster.local", 8848, 7848},
+	}
+	for i := range want {
+		if i >= len(got) || got[i] != want[i] || !got[i].IsName() {
+			t.Fatalf("members %+v, want %+v (all names)", got, want)
+		}
+	}
+	if got[1].RaftAddress() != "nacos-lockd-0.nacos-lockd-headless.ns.svc.cluster.local:7000" {
+		t.Fatalf("raft address %s", got[1].RaftAddress())
+	}
+	if m, ok := FindMember(got, "Nacos-Lockd-0.nacos-lockd-headless.ns.svc.cluster.local", 8848); !ok || m != got[1] {
+		t.Fatalf("find by name in another case: %+v %v", m, ok)
+	}
+	// The id is the name's: another spelling of it agrees, an IP it may
+	// resolve to does not.
+	upper, _ := ParseMember("LOCALHOST:8850")
+	ip, _ := ParseMember("127.0.0.1:8850")
+	if upper.ReplicaID() != got[0].ReplicaID() || ip.ReplicaID() == got[0].ReplicaID() {
+		t.Fatalf("ids: localhost %d, LOCALHOST %d, 127.0.0.1 %d", got[0].ReplicaID(), upper.ReplicaID(), ip.ReplicaID())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -86,8 +87,8 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port): HTTP admin API; SDK gRPC listens on port+1000, Raft on port-1000")
 	dataDir := fs.String("data-dir", "./data", "directory for the lock table and the Raft log")
 	configFile := fs.String("config", "", "Nacos-style properties file (application.properties)")
-	clusterConf := fs.String("cluster-conf", "", "Nacos cluster.conf: one ip:port (main port) per member; omit for a single node")
-	ip := fs.String("ip", "", "this node's address as listed in cluster.conf (nacos.inetutils.ip-address); default 127.0.0.1")
+	clusterConf := fs.String("cluster-conf", "", "Nacos cluster.conf: one ip:port or name:port (main port) per member; omit for a single node")
+	ip := fs.String("ip", "", "this node's address as listed in cluster.conf, an IP or a DNS name (nacos.inetutils.ip-address); default 127.0.0.1, and with cluster.conf members listed by name, the member named by the host name or resolving to an address of this machine")
 	join := fs.Bool("join", false, "start as a new member of a running cluster (after `nacos-lockctl cluster add`)")
 	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
 	logFormat := fs.String("log-format", "json", "log format: json or console")
@@ -166,27 +167,26 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 		return config{}, fmt.Errorf("--port %d: port-1000 and port+1000 must both be valid ports (1001..64535)", mainPort)
 	}
 	addr := compat.IPAddress(props)
+	ipSet := set["ip"] || addr != compat.DefaultIPAddress
 	if set["ip"] {
 		addr = *ip
 	}
 	if net.ParseIP(addr) == nil {
-		return config{}, fmt.Errorf("node address %q is not an IP address", addr)
+		if !compat.IsHostName(addr) {
+			return config{}, fmt.Errorf("node address %q is neither an IP address nor a DNS name", addr)
+		}
+		addr = strings.ToLower(addr)
 	}
-	cfg.self = compat.Member{IP: addr, Port: mainPort, RaftPort: mainPort - 1000}
+	cfg.self = compat.Member{Host: addr, Port: mainPort, RaftPort: mainPort - 1000}
 	cfg.members = []compat.Member{cfg.self}
 	if *clusterConf != "" {
 		members, err := compat.LoadClusterConf(*clusterConf)
 		if err != nil {
 			return config{}, err
 		}
-		self, ok := compat.FindMember(members, addr, mainPort)
-		if !ok {
-			listed := ""
-			for _, m := range members {
-				listed += " " + m.Address()
-			}
-			return config{}, fmt.Errorf("this node (%s) is not listed in %s (members:%s); set --ip and --port to this node's entry",
-				cfg.self.Address(), *clusterConf, listed)
+		self, err := findSelf(members, addr, ipSet, mainPort, sysHost)
+		if err != nil {
+			return config{}, fmt.Errorf("%s: %w", *clusterConf, err)
 		}
 		cfg.self, cfg.members, cfg.cluster = self, members, true
 	} else if cfg.join {

@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.IP != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
+		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.Host != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
 			t.Fatalf("%+v", cfg)
 		}
 		if cfg.coalesceWindow != statemachine.DefaultCoalesceWindow {
@@ -49,7 +49,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 9000 || cfg.self.IP != "10.1.2.3" || cfg.self.RaftPort != 8000 || cfg.lock.DefaultLeaseMs != 5000 {
+		if cfg.self.Port != 9000 || cfg.self.Host != "10.1.2.3" || cfg.self.RaftPort != 8000 || cfg.lock.DefaultLeaseMs != 5000 {
 			t.Fatalf("%+v", cfg)
 		}
 	})
@@ -58,7 +58,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 8848 || cfg.self.IP != "127.0.0.1" {
+		if cfg.self.Port != 8848 || cfg.self.Host != "127.0.0.1" {
 			t.Fatalf("%+v", cfg)
 		}
 	})
@@ -69,7 +69,7 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"--port", "500"}, "--port 500"},
 		{[]string{"--port", "65000"}, "--port 65000"},
 		{[]string{"--config", filepath.Join(dir, "missing")}, "read config"},
-		{[]string{"--ip", "not-an-ip"}, "not an IP address"},
+		{[]string{"--ip", "not_an_ip"}, "neither an IP address nor a DNS name"},
 		{[]string{"--log-level", "loud"}, "--log-level"},
 		{[]string{"--log-format", "xml"}, "--log-format"},
 		{[]string{"extra"}, "unexpected arguments"},
@@ -104,7 +104,7 @@ func TestParseConfigCluster(t *testing.T) {
 		t.Fatalf("%+v", cfg)
 	}
 	_, err = parseConfig([]string{"--cluster-conf", conf, "--port", "8854"}, noEnv, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:8854) is not listed") {
+	if err == nil || !strings.Contains(err.Error(), "127.0.0.1:8854) is not listed") || !strings.Contains(err.Error(), conf) {
 		t.Fatalf("node not in cluster.conf: %v", err)
 	}
 	if _, err := parseConfig([]string{"--join"}, noEnv, io.Discard); err == nil {

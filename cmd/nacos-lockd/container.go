@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"nacos-lockd/compat"
@@ -48,6 +48,29 @@ type containerSetup struct {
 	env         map[string]string // NACOS_LOCKD_* defaults, used where the variable is unset
 	overlay     compat.Properties // over the properties file
 	clusterConf []byte            // NACOS_SERVERS as a cluster.conf, to write to env[NACOS_LOCKD_CLUSTER_CONF]
+	join        bool              // start with --join (NACOS_LOCKD_JOIN_FROM_ORDINAL)
+}
+
+// joinFromOrdinal reads NACOS_LOCKD_JOIN_FROM_ORDINAL=N: a StatefulSet pod
+// whose ordinal (the host name's -N suffix) is N or more starts with
+// --join. The pods of a StatefulSet share one command line, but the
+// members it was created with bootstrap from cluster.conf while pods added
+// by scaling up must join the running group (after nacos-lockctl cluster
+// add). --join only matters on a first start, so the variable may stay.
+func joinFromOrdinal(v, hostname string) (bool, error) {
+	if v == "" {
+		return false, nil
+	}
+	from, err := strconv.Atoi(v)
+	if err != nil || from < 0 {
+		return false, fmt.Errorf("NACOS_LOCKD_JOIN_FROM_ORDINAL=%q: want a pod ordinal (0, 1, ...)", v)
+	}
+	i := strings.LastIndexByte(hostname, '-')
+	ord, err := strconv.Atoi(hostname[i+1:])
+	if i < 0 || err != nil || ord < 0 {
+		return false, fmt.Errorf("NACOS_LOCKD_JOIN_FROM_ORDINAL is set, but the host name %q ends in no StatefulSet ordinal (-0, -1, ...)", hostname)
+	}
+	return ord >= from, nil
 }
 
 // containerSettings reads the environment through getenv and the image's
@@ -76,9 +99,15 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 			s.overlay[prop] = v
 		}
 	}
-	if strings.EqualFold(getenv("PREFER_HOST_MODE"), "hostname") {
-		return s, errors.New("PREFER_HOST_MODE=hostname: cluster members must be IP addresses for now (NACOS_SERVERS, cluster.conf)")
+	// PREFER_HOST_MODE=hostname (nacos-k8s sets it) needs nothing here:
+	// members listed by name are found and dialled by name either way.
+
+	host, _ := sysHost.hostname()
+	join, err := joinFromOrdinal(getenv("NACOS_LOCKD_JOIN_FROM_ORDINAL"), host)
+	if err != nil {
+		return s, err
 	}
+	s.join = join
 
 	servers := strings.Fields(strings.ReplaceAll(getenv("NACOS_SERVERS"), ",", " "))
 	mode := strings.ToLower(getenv("MODE"))
@@ -117,18 +146,20 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	default:
 		return s, nil // neither MODE nor members: a single node
 	}
-	if get("NACOS_LOCKD_IP") != "" {
+	if get("NACOS_LOCKD_IP") != "" || slices.ContainsFunc(members, compat.Member.IsName) {
+		// Members by name: the server finds itself by the host name
+		// (a StatefulSet pod's) or by what the names resolve to (findSelf).
 		return s, nil
 	}
 	// As Nacos does, find this node among the members by its own addresses.
 	var listed []string
 	ips := localIPs()
 	for _, m := range members {
-		if slices.Contains(ips, m.IP) {
-			s.env["NACOS_LOCKD_IP"] = m.IP
+		if slices.Contains(ips, m.Host) {
+			s.env["NACOS_LOCKD_IP"] = m.Host
 			return s, nil
 		}
-		listed = append(listed, m.IP)
+		listed = append(listed, m.Host)
 	}
 	return s, fmt.Errorf("none of this container's addresses %v is a cluster member %v: set NACOS_SERVER_IP", ips, listed)
 }
@@ -156,6 +187,9 @@ func runContainer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		if err := os.WriteFile(path, s.clusterConf, 0o640); err != nil {
 			return fmt.Errorf("write NACOS_SERVERS as a cluster.conf: %w", err)
 		}
+	}
+	if s.join && !slices.Contains(args, "--join") {
+		args = append(args, "--join")
 	}
 	return runWith(ctx, args, getenv, s.overlay, stdout, stderr)
 }

@@ -53,7 +53,7 @@ func TestContainerSettings(t *testing.T) {
 	key := base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
 	t.Run("nothing set: a single node on /data", func(t *testing.T) {
 		cfg, err := containerConfigFor(t, nil, nil)
-		if err != nil || cfg.dataDir != "/data" || cfg.cluster || cfg.self.Port != 8848 || cfg.self.IP != "127.0.0.1" {
+		if err != nil || cfg.dataDir != "/data" || cfg.cluster || cfg.self.Port != 8848 || cfg.self.Host != "127.0.0.1" {
 			t.Fatalf("%v %+v", err, cfg)
 		}
 	})
@@ -101,6 +101,35 @@ func TestContainerSettings(t *testing.T) {
 			t.Fatalf("%v %+v", err, cfg)
 		}
 	})
+	t.Run("members by name, as nacos-k8s writes them: found by the pod's host name", func(t *testing.T) {
+		withHost(t, hostEnv{hostname: func() (string, error) { return "nacos-lockd-1", nil }})
+		const ns = ".nacos-lockd-headless.prod.svc.cluster.local:8848"
+		cfg, err := containerConfigFor(t, map[string]string{"MODE": "cluster", "PREFER_HOST_MODE": "hostname",
+			"NACOS_SERVERS": "nacos-lockd-0" + ns + " nacos-lockd-1" + ns + " nacos-lockd-2" + ns}, nil, "10.244.1.7")
+		if err != nil || !cfg.cluster || len(cfg.members) != 3 || cfg.self.Address() != "nacos-lockd-1"+ns {
+			t.Fatalf("%v %+v", err, cfg)
+		}
+	})
+	t.Run("NACOS_LOCKD_JOIN_FROM_ORDINAL: pods added by scaling up join", func(t *testing.T) {
+		for host, want := range map[string]bool{"nacos-lockd-0": false, "nacos-lockd-2": false, "nacos-lockd-3": true, "nacos-lockd-12": true} {
+			withHost(t, hostEnv{hostname: func() (string, error) { return host, nil }})
+			s, err := containerSettings(func(k string) string {
+				return map[string]string{"NACOS_LOCKD_JOIN_FROM_ORDINAL": "3"}[k]
+			}, func(string) ([]byte, bool) { return nil, false }, func() []string { return nil })
+			if err != nil || s.join != want {
+				t.Errorf("%s: join %v (%v), want %v", host, s.join, err, want)
+			}
+		}
+		for _, c := range [][2]string{{"3", "lockd"}, {"3", "lockd-x"}, {"three", "lockd-3"}, {"-1", "lockd-3"}} {
+			withHost(t, hostEnv{hostname: func() (string, error) { return c[1], nil }})
+			_, err := containerSettings(func(k string) string {
+				return map[string]string{"NACOS_LOCKD_JOIN_FROM_ORDINAL": c[0]}[k]
+			}, func(string) ([]byte, bool) { return nil, false }, func() []string { return nil })
+			if err == nil || !strings.Contains(err.Error(), "NACOS_LOCKD_JOIN_FROM_ORDINAL") {
+				t.Errorf("from %s on %s: %v, want an error naming the variable", c[0], c[1], err)
+			}
+		}
+	})
 	t.Run("auth from NACOS_AUTH_*, over the file", func(t *testing.T) {
 		cfg, err := containerConfigFor(t, map[string]string{"NACOS_AUTH_ENABLE": "true", "NACOS_AUTH_TOKEN": key, "NACOS_AUTH_TOKEN_EXPIRE_SECONDS": "600",
 			"NACOS_AUTH_IDENTITY_KEY": "serverIdentity", "NACOS_AUTH_IDENTITY_VALUE": "s3cret"},
@@ -116,7 +145,6 @@ func TestContainerSettings(t *testing.T) {
 	}{
 		"MODE=cluster without members": {map[string]string{"MODE": "cluster"}, nil, "MODE=cluster needs NACOS_SERVERS"},
 		"an unknown MODE":              {map[string]string{"MODE": "replicated"}, nil, `MODE="replicated": want standalone or cluster`},
-		"hostnames":                    {map[string]string{"PREFER_HOST_MODE": "hostname"}, nil, "PREFER_HOST_MODE=hostname"},
 		"this node not listed":         {map[string]string{"NACOS_SERVERS": "10.0.0.1:8848 10.0.0.2:8848"}, []string{"172.17.0.5"}, "set NACOS_SERVER_IP"},
 		"a bad member":                 {map[string]string{"NACOS_SERVERS": "10.0.0.1:port"}, nil, "NACOS_SERVERS="},
 	} {

@@ -221,6 +221,20 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 			raftMembers[m.ReplicaID()] = m.RaftAddress()
 		}
 	}
+	if cfg.cluster {
+		// Members listed by DNS name (a StatefulSet's pods) may not resolve
+		// yet: their pods start one by one. dragonboat resolves names per
+		// dial; the watch only tells the operator.
+		if err := waitOwnName(ctx, self, sysHost, log, 2*time.Second); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while starting
+			}
+			return err
+		}
+		watchCtx, stopWatch := context.WithCancel(ctx)
+		defer stopWatch()
+		go watchNames(watchCtx, cfg.members, self, sysHost, log, 5*time.Second)
+	}
 	node, err := statemachine.Start(statemachine.RaftConfig{
 		NodeHostDir: raftDir,
 		RaftAddress: self.RaftAddress(),

@@ -135,6 +135,10 @@ type Node struct {
 	DataDir string // --data-dir
 	Args    []string
 	LogPath string // stderr of the latest start
+	// Wrap, if set, is a command line the binary and its arguments are
+	// appended to (e.g. unshare into a mount namespace); it must exec the
+	// binary, so that signals reach the server.
+	Wrap []string
 
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -174,7 +178,8 @@ func (n *Node) Start(extra ...string) {
 		n.tb.Fatal(err)
 	}
 	args := append([]string{"--port", fmt.Sprint(n.Port), "--data-dir", n.DataDir}, n.Args...)
-	cmd := exec.Command(bin, append(args, extra...)...)
+	argv := append(append(append([]string(nil), n.Wrap...), bin), append(args, extra...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stderr = logFile
 	if err := cmd.Start(); err != nil {
 		n.tb.Fatalf("start node on %d: %v", n.Port, err)
