@@ -116,8 +116,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 // claimByRead answers a waiter's claim of the grant it was pushed without
 // a Raft entry on the hand-off's path (statemachine/DESIGN.md, FIFO
 // hand-off): a linearizable read shows the grant still there, unclaimed,
-// bound to this connection, with at least half the requested lease left
-// and more than the record's deadline (RequestTimeout);
+// bound to this connection, with at least half the requested lease left;
 // then the claim is answered as the ACQUIRE would be (count 1, the grant's
 // token) and recorded by a CLAIM queued before the reply goes out, so it
 // is committed ahead of anything the client sends next. If the record is
@@ -133,13 +132,8 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 		return statemachine.Result{}, false
 	}
 	l, err := s.table.LockLinearizable(ctx, cmd.Kind, cmd.Key)
-	// The record must apply before the grant's lease ends, or the table
-	// could pass the lock on while the client holds it by this answer. A
-	// record either commits within RequestTimeout or fails (and the
-	// connection is dropped), so only a grant with more than that left is
-	// answered here; a shorter one is claimed through Raft.
 	if err != nil || l.Owner != cmd.Owner || !l.Unclaimed || l.Token != token || l.ConnID != cmd.ConnID ||
-		l.LeaseEnd-cmd.NowMs < cmd.LeaseMs/2 || l.LeaseEnd-cmd.NowMs <= s.cfg.RequestTimeout.Milliseconds() {
+		l.LeaseEnd-cmd.NowMs < cmd.LeaseMs/2 {
 		return statemachine.Result{}, false
 	}
 	rec := statemachine.Command{Op: statemachine.OpClaim, NowMs: cmd.NowMs, Kind: cmd.Kind, Key: cmd.Key,
