@@ -178,6 +178,23 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 	t.Logf("%d entries gave a lock more than one command", pairs)
 }
 
+// waitQueued waits until group commit holds want commands in its queue:
+// commands that wait for company instead of being proposed.
+func waitQueued(t *testing.T, n *Node, want int) {
+	t.Helper()
+	for end := time.Now().Add(3 * time.Second); ; time.Sleep(time.Millisecond) {
+		n.gc.mu.Lock()
+		queued := len(n.gc.queue)
+		n.gc.mu.Unlock()
+		if queued >= want {
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%d commands waiting in the queue, want %d: they were proposed at once", queued, want)
+		}
+	}
+}
+
 // On a node, a claim's record waits for the next command for its lock and
 // goes out in one entry with it; with nothing following it is committed
 // once the window ends.
@@ -228,12 +245,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 	done = record(l)
 	again := make(chan Result, 1)
 	go func() { again <- propose(t, n, acq(N, "three", "a", "c1", now(), 60000, 60000)) }()
-	for queued := 0; queued < 2; {
-		time.Sleep(time.Millisecond)
-		n.gc.mu.Lock()
-		queued = len(n.gc.queue)
-		n.gc.mu.Unlock()
-	}
+	waitQueued(t, n, 2)
 	if r := propose(t, n, rel(N, "three", "b", now())); !r.Success() || r.Count != 0 {
 		t.Fatalf("release after the claim: %+v", r)
 	}
@@ -254,12 +266,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 	before, _ = n.Stats()
 	again = make(chan Result, 1)
 	go func() { again <- propose(t, n, acq(N, "early", "a", "c1", now(), 60000, 60000)) }()
-	for queued := 0; queued < 1; {
-		time.Sleep(time.Millisecond)
-		n.gc.mu.Lock()
-		queued = len(n.gc.queue)
-		n.gc.mu.Unlock()
-	}
+	waitQueued(t, n, 1)
 	done = record(l)
 	if r := propose(t, n, rel(N, "early", "b", now())); !r.Success() || r.Count != 0 {
 		t.Fatalf("release after the claim: %+v", r)

@@ -187,15 +187,15 @@ func (g *groupCommit) canWait() bool {
 // hint for when to propose, never a rule of the table (a stale read only
 // makes a command wait out the window or not).
 func (n *Node) inHandOff(cmd Command) bool {
-	l, err := n.Lock(cmd.Kind, cmd.Key)
-	return err == nil && l.Unclaimed && l.Owner != cmd.Owner
+	v, err := n.nh.StaleRead(n.cfg.ShardID, handOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
+	return err == nil && v.(bool)
 }
 
 // claimQueued reports whether a claim's record for cmd's lock is queued
 // (mu held).
 func (g *groupCommit) claimQueued(cmd Command) bool {
 	for _, p := range g.queue {
-		if p.cmd.Op == OpClaim && p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
+		if p.cmd.Op == OpClaim && sameLock(p.cmd, cmd) {
 			return true
 		}
 	}
@@ -370,15 +370,17 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 	return append(batch, acquires...)
 }
 
-// lockCmd returns the command in cmds for cmd's lock, if any.
+// lockCmd returns the first command in cmds for cmd's lock, if any.
 func lockCmd(cmds []*pendingCmd, cmd Command) *pendingCmd {
 	for _, p := range cmds {
-		if p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
+		if sameLock(p.cmd, cmd) {
 			return p
 		}
 	}
 	return nil
 }
+
+func sameLock(a, b Command) bool { return a.Kind == b.Kind && a.Key == b.Key }
 
 // sameCaller reports whether two commands may come from one client, whose
 // own order must be kept.
@@ -397,14 +399,7 @@ func batchVersion(batch []*pendingCmd) byte {
 	return commandBatchVersion
 }
 
-func hasLock(batch []*pendingCmd, cmd Command) bool {
-	for _, p := range batch {
-		if p.cmd.Kind == cmd.Kind && p.cmd.Key == cmd.Key {
-			return true
-		}
-	}
-	return false
-}
+func hasLock(batch []*pendingCmd, cmd Command) bool { return lockCmd(batch, cmd) != nil }
 
 // submit proposes batch as one entry. Its timeout is the latest of its
 // callers' deadlines: an earlier caller may give up, the others still

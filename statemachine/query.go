@@ -52,6 +52,16 @@ type WaiterInfo struct {
 	Deadline int64
 }
 
+// handOffQuery asks whether a lock is granted to someone other than Owner
+// and not yet claimed: group commit's hint (Node.inHandOff), read on every
+// blocking acquire, so it answers a bool instead of copying the lock and
+// its queue as LockQuery does.
+type handOffQuery struct {
+	Kind  Kind
+	Key   string
+	Owner string
+}
+
 // StatsQuery asks for table-wide figures.
 type StatsQuery struct{}
 
@@ -74,6 +84,9 @@ func (t *Table) lookup(q interface{}) (interface{}, error) {
 		return t.Expired(q.NowMs, q.Limit), nil
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
+	case handOffQuery:
+		l, ok := t.locks[lockID{q.Kind, q.Key}]
+		return ok && l.unclaimed && l.owner != q.Owner, nil
 	case StatsQuery:
 		return t.Stats(), nil
 	case NodesQuery:
