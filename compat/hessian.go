@@ -10,8 +10,8 @@ import (
 // before or while it is decoded.
 var ErrBadNacosSnapshot = errors.New("bad Nacos lock snapshot")
 
-// Nacos class and type names a lock snapshot may contain (lock-semantics
-// §6.5, §6.6).
+// Nacos class and type names a lock snapshot may contain (docs/lock-semantics.md
+// §9.4, §9.5).
 const (
 	classLockKey      = "com.alibaba.nacos.lock.model.LockKey"
 	classWaitEntry    = "com.alibaba.nacos.lock.model.WaitEntry"

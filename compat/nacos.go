@@ -113,7 +113,7 @@ type NacosReport struct {
 }
 
 // DecodeNacosSnapshot decodes the content of a Nacos nacos_lock.zip entry
-// (Hessian 2, lock-semantics §6.5-§6.8) into locks for
+// (Hessian 2, docs/lock-semantics.md §9.3-§9.6) into locks for
 // statemachine.NewImportedTable, with Nacos's rules applied:
 //
 //   - Gen 1 MutexAtomicLock: state 1 with an expiry after NowMs becomes
@@ -299,7 +299,7 @@ func timestamp(v interface{}) (int64, bool, error) {
 func gen1State(v interface{}) (int32, error) {
 	switch s := v.(type) {
 	case nil:
-		return 0, nil // absent: left free (§6.8)
+		return 0, nil // absent: left free (docs/lock-semantics.md §9.6)
 	case *nacosAtomicInteger:
 		return s.Value, nil
 	case int32: // a boxed Integer, as Gen 2's transient field would hold

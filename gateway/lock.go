@@ -14,7 +14,7 @@ import (
 	"nacos-lockd/statemachine"
 )
 
-// Nacos's validation messages (lock-semantics.md §1.4), and ours for the
+// Nacos's validation messages (docs/lock-semantics.md §3.1), and ours for the
 // limits Nacos does not have.
 const (
 	msgNoInstance    = "LockInstance cannot be null"

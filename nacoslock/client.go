@@ -23,8 +23,8 @@ import (
 // port.
 const grpcOffset = 1000
 
-// Timings of the connection, the Java lock client's (wire-protocol.md
-// §3.2, §3.5, §3.7).
+// Timings of the connection, the Java lock client's (docs/wire-protocol.md
+// §4.2, §4.4, §4.6).
 const (
 	serverCheckTimeout = 3 * time.Second
 	setupAckTimeout    = 5 * time.Second

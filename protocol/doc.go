@@ -7,7 +7,7 @@
 // and the load tool.
 //
 // The JSON follows what Jackson does on the Java side
-// (shared/docs/wire-protocol.md §2): no nulls, primitives always written,
+// (docs/wire-protocol.md §3.1): no nulls, primitives always written,
 // derived getters (module, success, waiting) written but ignored on read,
 // unknown properties ignored. Decoding accepts what both client generations
 // send (3.0-line and 3.3-line); deciding whether a decoded request makes

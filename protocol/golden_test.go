@@ -25,7 +25,7 @@ var update = flag.Bool("update", false, "rewrite testdata/*.golden from the enco
 //
 //   - <name>.golden is what Encode writes for msg (rewritten by -update).
 //   - java/<name>.json, when java is set, is the body as a Java client or
-//     server sends it (hand-written from wire-protocol.md, never rewritten);
+//     server sends it (hand-written from docs/wire-protocol.md, never rewritten);
 //     Decode must turn it into msg. Unless reshaped is set, re-encoding msg
 //     must also give back that JSON property for property, derived
 //     properties included, i.e. we write each message the way Java does.
@@ -166,7 +166,7 @@ var codecCases = []codecCase{
 	}},
 	{name: "LockOperationRequest.empty", msg: &LockOperationRequest{}},
 
-	// LockOperationResponse: wire-protocol.md §5.10 and §6.4 as Java servers
+	// LockOperationResponse: docs/wire-protocol.md §6.9 and §7.3 as Java servers
 	// write them, then what we send.
 	{name: "LockOperationResponse.success", java: true, msg: &LockOperationResponse{
 		ResponseBase: Success(), Result: true,

@@ -23,7 +23,7 @@ const (
 	OpCleanupConnection LockOp = "CLEANUP_CONNECTION"
 )
 
-// Lock types a Java server accepts (wire-protocol.md §5.5).
+// Lock types a Java server accepts (docs/wire-protocol.md §6.5).
 const (
 	LockTypeNacos        = "NACOS_LOCK" // legacy mutex, 3.0-line and the legacy 3.3 API
 	LockTypeReentrant    = "REENTRANT"
@@ -43,7 +43,7 @@ const NoWaitPosition = -1
 // LockInstance is the lock a LockOperationRequest is about. Pointer fields
 // are nil when the client left the property out (or sent null): the 3.0 and
 // 3.3 lines, and revisions within 3.3, differ in which properties they send
-// (wire-protocol.md §5.3).
+// (docs/wire-protocol.md §6.3).
 type LockInstance struct {
 	Key *string `json:"key,omitempty"`
 	// ExpiredTime is the lease in milliseconds, not a timestamp: < 0 asks for
@@ -208,7 +208,7 @@ type LockOperationResponse struct {
 }
 
 // NewLockOperationResponse builds a response carrying both result and
-// lockResult, which every response we send must (wire-protocol.md §5.6):
+// lockResult, which every response we send must (docs/wire-protocol.md §6.6):
 // 3.0-line clients read only result, 3.3-line clients prefer lockResult and
 // without it see reentrantCount 0, which disables their watchdog.
 func NewLockOperationResponse(base ResponseBase, res LockResult) *LockOperationResponse {

@@ -14,14 +14,14 @@ type Message interface {
 
 // Envelope result codes (resultCode). Java's envelope enum has only these
 // two; an ErrorResponse built from an exception may carry other values
-// (wire-protocol.md §4.1), and clients treat every non-200 alike.
+// (docs/wire-protocol.md §5.1), and clients treat every non-200 alike.
 const (
 	CodeSuccess = 200
 	CodeFailure = 500
 )
 
 // Nacos error codes (errorCode) that a lock server sends or a client reacts
-// to (wire-protocol.md §4.2).
+// to (docs/wire-protocol.md §5.2).
 const (
 	CodeInvalidServerStatus = 300  // server still starting
 	CodeUnregister          = 301  // unary call on an unregistered connection: the client reconnects
@@ -79,7 +79,7 @@ func Success() ResponseBase { return ResponseBase{ResultCode: CodeSuccess} }
 
 // Failure is the envelope of a failed response. code is the resultCode
 // (CodeFailure unless mirroring a Java exception), errCode the Nacos error
-// code (0 for lock business failures, see wire-protocol.md §4.2).
+// code (0 for lock business failures, see docs/wire-protocol.md §5.2).
 func Failure(code, errCode int, msg string) ResponseBase {
 	return ResponseBase{ResultCode: code, ErrorCode: errCode, Message: msg}
 }

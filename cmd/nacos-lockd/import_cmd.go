@@ -46,7 +46,7 @@ type importMarker struct {
 
 // runImportNacos is `nacos-lockd import-nacos --snapshot <dir or
 // nacos_lock.zip> --data-dir <dir>`: it reads a Nacos lock snapshot,
-// verifies its checksum, converts its locks (lock-semantics §6.8) and
+// verifies its checksum, converts its locks (docs/lock-semantics.md §9.6) and
 // installs them as the whole lock table of an empty data directory, then
 // prints what it imported. Nothing is written unless the whole snapshot
 // was read and converted.

@@ -96,7 +96,7 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "up"})
 	})
 	s.mux.HandleFunc("GET /readyz", s.readyz)
-	// The Nacos client logs in here (wire-protocol.md 6.1), v3 first.
+	// The Nacos client logs in here (docs/wire-protocol.md §7.1), v3 first.
 	s.mux.HandleFunc("POST /nacos/v3/auth/user/login", s.login)
 	s.mux.HandleFunc("POST /nacos/v1/auth/users/login", s.login)
 	s.mux.HandleFunc("GET /v1/cluster/members", s.admin(s.listMembers))

@@ -12,7 +12,8 @@ import (
 )
 
 // The model is our lock semantics for one lock (kind, key), written as a
-// porcupine NondeterministicModel (statemachine/DESIGN.md, design.md):
+// porcupine NondeterministicModel (statemachine/DESIGN.md,
+// docs/lock-semantics.md §4-§8):
 //
 //   - a lock is free, or held by one owner with a count, a fencing token
 //     and a lease end; a grant made to a queued waiter is "unclaimed" until

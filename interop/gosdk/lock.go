@@ -9,7 +9,7 @@
 // protobuf "Payload"/"Metadata" from a file named nacos_grpc_service.proto,
 // exactly like nacos-lockd/protocol/pb, so the two cannot be linked into one
 // binary. Nothing here imports nacos-lockd; the wire shapes are written out
-// from the Java client's classes (see shared docs wire-protocol.md §5).
+// from the Java client's classes (see docs/wire-protocol.md §6).
 package gosdk
 
 import (
