@@ -28,6 +28,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/stats"
+	"google.golang.org/protobuf/proto"
 
 	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
@@ -220,6 +221,7 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 	optList := fs.String("grpc-options", "", "server options to measure against the default, comma-separated: "+
 		"stats (a stats handler that tags connections, as nacos-lockd's did), shared-write-buffer, workers=N, "+
 		"write-buffer=BYTES, read-buffer=BYTES, window=BYTES (a static flow-control window, which turns off BDP pings)")
+	transport := fs.String("transport", "grpc-go", "grpc-go, or h2lite: a lean HTTP/2 server of this tool's own (h2lite.go), to measure the wire without grpc-go's server transport")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -234,6 +236,24 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 	lis, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
+	}
+	if *transport == "h2lite" {
+		// The same work per call as the grpc-go handler: unmarshal the
+		// request Payload, marshal the prepared reply.
+		go func() {
+			<-ctx.Done()
+			lis.Close()
+		}()
+		fmt.Fprintln(stderr, "noop h2lite server on", lis.Addr())
+		return serveH2Lite(lis, func(req []byte) ([]byte, error) {
+			var in pb.Payload
+			if err := proto.Unmarshal(req, &in); err != nil {
+				return nil, err
+			}
+			return proto.Marshal(reply)
+		})
+	} else if *transport != "grpc-go" {
+		return fmt.Errorf("unknown transport %q", *transport)
 	}
 	gs := grpc.NewServer(opts...)
 	pb.RegisterRequestServer(gs, &noopServer{reply: reply})
