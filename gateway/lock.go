@@ -25,22 +25,6 @@ const (
 	msgNoHandler     = "There is no Handler of such operations!"
 )
 
-// writeFailure is the text Nacos SDK users know for a lock write that
-// could not be committed.
-func writeFailure(op protocol.LockOp) string {
-	switch op {
-	case protocol.OpAcquire:
-		return "tryLock error."
-	case protocol.OpRelease:
-		return "unLock error."
-	case protocol.OpRenew:
-		return "renew error."
-	case protocol.OpCancelWait:
-		return "cancel wait error."
-	}
-	return "lock operation error."
-}
-
 // lock handles one LockOperationRequest. It always answers with a
 // LockOperationResponse: refusals are 200 with result false, invalid
 // requests and internal failures 500 with the Nacos message.
@@ -95,15 +79,15 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		s.m.request(opLabel(cmd.Op), "limited", time.Since(start), nacosOp)
 		c.log.Debug().Str("limit", limit).Msg("lock request refused by a table limit")
 		return protocol.NewLockOperationResponse(
-			protocol.Failure(protocol.CodeFailure, protocol.CodeOverThreshold, res.Message()),
-			protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: res.Message()},
+			protocol.Failure(protocol.CodeFailure, protocol.CodeOverThreshold, message(res)),
+			protocol.LockResult{WaitPosition: protocol.NoWaitPosition, ErrorMessage: message(res)},
 		)
 	}
 	if res.Code == statemachine.CodeMalformed {
 		// The gateway validated the command, so this is our bug, not the client's.
 		c.log.Error().Str("op", cmd.Op.String()).Msg("state machine rejected a validated command")
 		s.m.request(opLabel(cmd.Op), "error", time.Since(start), nacosOp)
-		return lockFailure(res.Message())
+		return lockFailure(message(res))
 	}
 	c.log.Debug().Str("op", cmd.Op.String()).Str("key", cmd.Key).Str("owner", cmd.Owner).
 		Str("result", res.Code.String()).Int32("count", res.Count).Int32("position", res.WaitPosition).
@@ -173,18 +157,6 @@ func (s *Server) denied(c *conn, start time.Time, nacosOp, reason string, err er
 	)
 }
 
-// nacosOpOf files a request under Nacos's counters: lock, renew, or
-// (CANCEL_WAIT, RELEASE and anything unknown) unlock.
-func nacosOpOf(op protocol.LockOp) string {
-	switch op {
-	case protocol.OpAcquire:
-		return "acquire"
-	case protocol.OpRenew:
-		return "renew"
-	}
-	return "unlock"
-}
-
 // command validates a request in Nacos's order and builds the Command.
 // A non-empty message is a rejection.
 func (s *Server) command(c *conn, req *protocol.LockOperationRequest) (statemachine.Command, string) {
@@ -227,37 +199,34 @@ func (s *Server) command(c *conn, req *protocol.LockOperationRequest) (statemach
 		ConnID: c.id,
 		Retry:  li.WaiterRetry,
 	}
-	switch req.LockOperationEnum {
-	case protocol.OpAcquire:
+	o, ok := clientOpByWire(req.LockOperationEnum)
+	if !ok {
+		// EXPIRE and CLEANUP_CONNECTION are the server's own, and anything
+		// else (or nothing) is not an operation.
+		return statemachine.Command{}, msgNoHandler
+	}
+	cmd.Op = o.op
+	switch o.op {
+	case statemachine.OpAcquire:
 		if li.ExpiredTime == nil {
 			return statemachine.Command{}, "Lock expiredTime is required for ACQUIRE"
 		}
 		if *li.ExpiredTime == 0 {
 			return statemachine.Command{}, msgZeroAcquire
 		}
-		cmd.Op = statemachine.OpAcquire
 		cmd.LeaseMs = s.lease(*li.ExpiredTime)
 		cmd.MaxLocks, cmd.MaxWaiters = s.cfg.MaxLocks, s.cfg.MaxWaitersPerLock
 		if w := li.WaitMs(); w > 0 {
 			cmd.WaitMs = min(w, s.cfg.MaxWait.Milliseconds())
 		}
-	case protocol.OpRenew:
+	case statemachine.OpRenew:
 		if li.ExpiredTime == nil {
 			return statemachine.Command{}, "Lock expiredTime is required for RENEW"
 		}
 		if *li.ExpiredTime == 0 {
 			return statemachine.Command{}, msgZeroRenew
 		}
-		cmd.Op = statemachine.OpRenew
 		cmd.LeaseMs = s.lease(*li.ExpiredTime)
-	case protocol.OpRelease:
-		cmd.Op = statemachine.OpRelease
-	case protocol.OpCancelWait:
-		cmd.Op = statemachine.OpCancelWait
-	default:
-		// EXPIRE and CLEANUP_CONNECTION are the server's own, and anything
-		// else (or nothing) is not an operation.
-		return statemachine.Command{}, msgNoHandler
 	}
 	return cmd, ""
 }
@@ -285,7 +254,7 @@ func lockReply(op statemachine.Op, res statemachine.Result) *protocol.LockOperat
 	case res.Success() && op == statemachine.OpAcquire:
 		lr.FencingToken = res.Token
 	case !res.Success() && res.WaitPosition < 0:
-		lr.ErrorMessage = res.Message()
+		lr.ErrorMessage = message(res)
 	}
 	return protocol.NewLockOperationResponse(protocol.Success(), lr)
 }

@@ -142,45 +142,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	return m
 }
 
-func opLabel(op statemachine.Op) string {
-	switch op {
-	case statemachine.OpAcquire:
-		return "acquire"
-	case statemachine.OpRelease:
-		return "release"
-	case statemachine.OpRenew:
-		return "renew"
-	case statemachine.OpCancelWait:
-		return "cancel_wait"
-	}
-	return "invalid"
-}
-
-func resultLabel(op statemachine.Op, res statemachine.Result) string {
-	switch res.Code {
-	case statemachine.CodeOK:
-		switch op {
-		case statemachine.OpAcquire:
-			return "granted"
-		case statemachine.OpRelease:
-			return "released"
-		case statemachine.OpRenew:
-			return "renewed"
-		}
-		return "cancelled"
-	case statemachine.CodeHeld:
-		if res.WaitPosition >= 0 {
-			return "queued"
-		}
-		return "refused"
-	case statemachine.CodeNotOwner:
-		return "not_owner"
-	case statemachine.CodeNotFound:
-		return "not_found"
-	}
-	return "error"
-}
-
 // request records one lock request: its outcome, latency and the Nacos
 // counters. op is "invalid" for requests rejected before a command.
 func (m *metrics) request(op string, result string, d time.Duration, nacosOp string) {

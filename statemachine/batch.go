@@ -45,16 +45,6 @@ const (
 // MaxBatch bounds the commands in one grouped entry.
 const MaxBatch = 256
 
-// groupable reports whether op touches exactly one lock and so may share
-// an entry with other commands.
-func groupable(op Op) bool {
-	switch op {
-	case OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire, OpClaim:
-		return true
-	}
-	return false
-}
-
 // allowedIn reports whether a frame of the given version may carry op.
 func allowedIn(version byte, op Op) bool {
 	if version == renewBatchVersion {

@@ -25,28 +25,6 @@ const (
 	OpClaim Op = 8
 )
 
-func (o Op) String() string {
-	switch o {
-	case OpAcquire:
-		return "ACQUIRE"
-	case OpRelease:
-		return "RELEASE"
-	case OpRenew:
-		return "RENEW"
-	case OpCancelWait:
-		return "CANCEL_WAIT"
-	case OpExpire:
-		return "EXPIRE"
-	case OpCleanupConnection:
-		return "CLEANUP_CONNECTION"
-	case OpForceRelease:
-		return "FORCE_RELEASE"
-	case OpClaim:
-		return "CLAIM"
-	}
-	return fmt.Sprintf("Op(%d)", uint8(o))
-}
-
 // Kind is a lock type. Like Op, the values are persisted: never renumber.
 type Kind uint8
 
@@ -55,34 +33,6 @@ const (
 	KindReentrant    Kind = 2 // REENTRANT
 	KindNonReentrant Kind = 3 // NON_REENTRANT
 )
-
-// String returns the Nacos lockType string.
-func (k Kind) String() string {
-	switch k {
-	case KindNacosLock:
-		return "NACOS_LOCK"
-	case KindReentrant:
-		return "REENTRANT"
-	case KindNonReentrant:
-		return "NON_REENTRANT"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
-
-// ParseKind maps a Nacos lockType string to a Kind.
-func ParseKind(s string) (Kind, bool) {
-	switch s {
-	case "NACOS_LOCK":
-		return KindNacosLock, true
-	case "REENTRANT":
-		return KindReentrant, true
-	case "NON_REENTRANT":
-		return KindNonReentrant, true
-	}
-	return 0, false
-}
-
-func (k Kind) valid() bool { return k >= KindNacosLock && k <= KindNonReentrant }
 
 // Command is one entry of the Raft log. It carries every input the table
 // needs, including the time: NowMs is the proposing node's wall clock in

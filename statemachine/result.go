@@ -2,7 +2,6 @@ package statemachine
 
 import (
 	"encoding/binary"
-	"fmt"
 )
 
 // Code is the verdict of applying one command. Refusals are codes, not
@@ -20,40 +19,6 @@ const (
 	CodeTooManyWaiters             // ACQUIRE that would queue beyond MaxWaiters
 )
 
-// Nacos result strings, shown to clients as lockResult.errorMessage.
-const (
-	MsgHeld       = "Lock is held by another owner"
-	MsgNotOwner   = "Unlock failed: not held by this owner"
-	MsgNotFound   = "Lock does not exist or already expired"
-	MsgNotExpired = "Lock not expired or not found"
-	MsgMalformed  = "lockOperation is not exist."
-	// Ours: the limits the gateway stamps into commands.
-	MsgTooManyLocks   = "Too many locks: the server holds the most lock entries it is configured for (nacos.lock.max_locks)"
-	MsgTooManyWaiters = "Too many waiters for this lock (nacos.lock.max_waiters_per_lock)"
-)
-
-func (c Code) String() string {
-	switch c {
-	case CodeOK:
-		return "ok"
-	case CodeHeld:
-		return "held"
-	case CodeNotOwner:
-		return "not_owner"
-	case CodeNotFound:
-		return "not_found"
-	case CodeNotExpired:
-		return "not_expired"
-	case CodeMalformed:
-		return "malformed"
-	case CodeTooManyLocks:
-		return "too_many_locks"
-	case CodeTooManyWaiters:
-		return "too_many_waiters"
-	}
-	return fmt.Sprintf("code_%d", uint8(c))
-}
-
 // Result is what apply returns to the proposer.
 type Result struct {
 	Code Code
@@ -69,27 +34,6 @@ type Result struct {
 
 // Success reports whether the operation did what was asked.
 func (r Result) Success() bool { return r.Code == CodeOK }
-
-// Message is the Nacos text for a refusal, empty on success.
-func (r Result) Message() string {
-	switch r.Code {
-	case CodeHeld:
-		return MsgHeld
-	case CodeNotOwner:
-		return MsgNotOwner
-	case CodeNotFound:
-		return MsgNotFound
-	case CodeNotExpired:
-		return MsgNotExpired
-	case CodeMalformed:
-		return MsgMalformed
-	case CodeTooManyLocks:
-		return MsgTooManyLocks
-	case CodeTooManyWaiters:
-		return MsgTooManyWaiters
-	}
-	return ""
-}
 
 func refused(code Code) Result { return Result{Code: code, WaitPosition: -1} }
 

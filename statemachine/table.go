@@ -133,7 +133,7 @@ func (t *Table) Apply(index uint64, cmd Command) Result {
 		return refused(CodeMalformed)
 	}
 	t.clock = max(t.clock, cmd.NowMs)
-	if cmd.Op == OpAcquire || cmd.Op == OpRenew || cmd.Op == OpClaim { // the ops that store owner and connection
+	if s, _ := cmd.Op.spec(); s.storesCaller {
 		cmd.Owner, cmd.ConnID = intern(cmd.Owner), intern(cmd.ConnID)
 	}
 	switch cmd.Op {
@@ -170,30 +170,6 @@ func intern(s string) string {
 		return s
 	}
 	return unique.Make(s).Value()
-}
-
-// valid checks what apply relies on. It depends only on the command, so
-// every replica reaches the same verdict.
-func (c Command) valid() bool {
-	switch c.Op {
-	case OpAcquire:
-		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0
-	case OpRenew:
-		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0
-	case OpCancelWait:
-		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != ""
-	case OpRelease:
-		return c.Kind.valid() && c.Key != "" && c.Owner != ""
-	case OpExpire:
-		return c.Kind.valid() && c.Key != ""
-	case OpCleanupConnection:
-		return c.ConnID != ""
-	case OpForceRelease:
-		return c.Kind.valid() && c.Key != ""
-	case OpClaim:
-		return c.Kind.valid() && c.Key != "" && c.Owner != "" && c.ConnID != "" && c.LeaseMs > 0 && c.Token != 0
-	}
-	return false
 }
 
 // leaseEnd adds a lease to the clock without overflowing.
