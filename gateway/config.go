@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"nacos-lockd/connid"
 	"nacos-lockd/gateway/auth"
 )
 
@@ -21,7 +22,9 @@ type Config struct {
 	// an empty IP lets the client pick the next server from its own list.
 	AdvertiseIP string
 	MainPort    int
-	// NodeID makes connection ids unique across a cluster.
+	// NodeID makes connection ids unique across a cluster: the node's Raft
+	// replica id in decimal, which connection ids end with and the
+	// dead-node monitor reads back (package connid). "" leaves it out.
 	NodeID string
 
 	DefaultLease    time.Duration // nacos.lock.default_expire_time, 30s
@@ -162,6 +165,9 @@ func (c Config) Validate() error {
 	}
 	if c.DisconnectGrace < 0 {
 		errs = append(errs, fmt.Errorf("gateway: disconnect grace must not be negative, got %v", c.DisconnectGrace))
+	}
+	if c.NodeID != "" && !connid.ValidNode(c.NodeID) {
+		errs = append(errs, fmt.Errorf("gateway: node id must be a replica id in decimal, got %q", c.NodeID))
 	}
 	if c.MaxKeyLength < 0 || c.MaxOwnerLength < 0 || c.MaxParamsBytes < 0 || c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 || c.RequestsPerSecond < 0 {
 		errs = append(errs, errors.New("gateway: limits must not be negative"))

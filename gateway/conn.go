@@ -61,22 +61,6 @@ func connFrom(ctx context.Context) *conn {
 	return a.c
 }
 
-// connectionID follows Java's <epochMillis>_<peerIp>_<peerPort> and adds
-// the node id, so ids stay unique across a cluster and across restarts.
-func connectionID(now time.Time, remote net.Addr, node string) string {
-	ip, port := "unknown", "0"
-	if remote != nil {
-		if h, p, err := net.SplitHostPort(remote.String()); err == nil {
-			ip, port = h, p
-		}
-	}
-	id := strconv.FormatInt(now.UnixMilli(), 10) + "_" + ip + "_" + port
-	if node != "" {
-		id += "_" + node
-	}
-	return id
-}
-
 // dropConn closes our side of the connection's stream; the client sees
 // the stream end and reconnects.
 func (c *conn) dropConn(reason string) {

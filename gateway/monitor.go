@@ -24,6 +24,12 @@ type leaderTransferer interface {
 // cleanup for the connections it held. The leader does it once the node
 // has been unreachable (or out of the membership) for NodeGrace, so its
 // clients' locks do not wait for lease expiry alone.
+//
+// Connections no node of ours minted (node "", connid.NodeOf: Nacos's ids
+// in an imported snapshot, or foreign ones) can have no live transport
+// here, since clients never send a connection id; the leader treats them
+// as a node that is always down, so they are cleaned NodeGrace after it
+// first sees them, as a dead node's are.
 func (s *Server) monitorNodes() {
 	nt, ok := s.table.(nodeTable)
 	if !ok || s.cfg.PeerAlive == nil {
@@ -44,17 +50,18 @@ func (s *Server) monitorNodes() {
 			if node == s.cfg.NodeID {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.NodeCheckInterval)
-			alive := s.cfg.PeerAlive(ctx, node)
-			cancel()
-			if alive {
+			if node != "" && s.peerAlive(node) {
 				delete(down, node)
 				continue
 			}
 			since, seen := down[node]
 			if !seen {
 				down[node] = now
-				s.log.Warn().Str("node", node).Msg("node unreachable; its clients' locks are released if it stays so")
+				if node == "" {
+					s.log.Warn().Msg("locks held or awaited by connections of no node (imported from Nacos); they are released after the node grace")
+				} else {
+					s.log.Warn().Str("node", node).Msg("node unreachable; its clients' locks are released if it stays so")
+				}
 				continue
 			}
 			if now.Sub(since) < s.cfg.NodeGrace {
@@ -63,6 +70,12 @@ func (s *Server) monitorNodes() {
 			s.cleanupNode(nt, node)
 		}
 	}
+}
+
+func (s *Server) peerAlive(node string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.NodeCheckInterval)
+	defer cancel()
+	return s.cfg.PeerAlive(ctx, node)
 }
 
 func (s *Server) cleanupNode(nt nodeTable, node string) {

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/status"
 
+	"nacos-lockd/connid"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
@@ -224,7 +225,7 @@ func (s *Server) resetClient(c *conn, wait time.Duration) {
 }
 
 func (s *Server) newConn(remote net.Addr) *conn {
-	id := connectionID(s.now(), remote, s.cfg.NodeID)
+	id := connid.New(s.now(), remote, s.cfg.NodeID).String()
 	addr := ""
 	if remote != nil {
 		addr = remote.String()

@@ -120,9 +120,9 @@ var (
 )
 
 func TestHandshake(t *testing.T) {
-	ts := startServer(t, Config{NodeID: "n1"})
+	ts := startServer(t, Config{NodeID: "7"})
 	c := dial(t, ts)
-	if !regexp.MustCompile(`^\d{13}_127\.0\.0\.1_\d+_n1$`).MatchString(c.ConnectionID()) {
+	if !regexp.MustCompile(`^\d{13}_127\.0\.0\.1_\d+_7$`).MatchString(c.ConnectionID()) {
 		t.Fatalf("connection id %q does not follow <epochMillis>_<ip>_<port>_<node>", c.ConnectionID())
 	}
 	if got := c.Abilities(); len(got) != 1 || !got["lock"] {

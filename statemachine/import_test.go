@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -212,5 +213,44 @@ func TestStartOnInstalledStore(t *testing.T) {
 	r := propose(t, n, acq(N, "fresh", "o", "c", 1000, 60000, 0))
 	if !r.Success() || r.Token <= 3 {
 		t.Fatalf("grant after import: %+v, want a token above 3", r)
+	}
+}
+
+// TestNodesOfImportedConns: the dead-node monitor's queries group
+// connections by the node their id names. Nacos's ids (no node) and
+// foreign ones, as an imported snapshot carries them, fall under "": no
+// node of ours minted them, whatever their port reads as.
+func TestNodesOfImportedConns(t *testing.T) {
+	const now = 10_000
+	const (
+		ours1   = "1700000000000_10.0.0.1_5000_1"
+		ours2   = "1700000000000_fe80::1%eth_0_5001_2" // a zone with '_'
+		nacos   = "1699999999999_10.0.0.9_8848"
+		nacos2  = "1699999999999_10.0.0.9_1" // port 1 is no node 1
+		foreign = "nacos-conn"
+	)
+	tb, _, err := NewImportedTable([]ImportedLock{
+		{Kind: N, Key: "a", Owner: "o1", ConnID: ours1, Count: 1, LeaseEndMs: now + 1000,
+			Waiters: []ImportedWaiter{{Owner: "w1", ConnID: nacos, DeadlineMs: now + 1000, LeaseMs: 10}}},
+		{Kind: N, Key: "b", Owner: "o2", ConnID: ours2, Count: 1, LeaseEndMs: now + 1000},
+		{Kind: R, Key: "c", Owner: "o3", ConnID: nacos2, Count: 1, LeaseEndMs: now + 1000},
+		{Kind: R, Key: "d", Owner: "o4", ConnID: foreign, Count: 1, LeaseEndMs: now + 1000},
+	}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tb.Nodes(); !slices.Equal(got, []string{"", "1", "2"}) {
+		t.Fatalf("nodes %q", got)
+	}
+	for node, want := range map[string][]string{
+		"":     {nacos2, nacos, foreign},
+		"1":    {ours1},
+		"2":    {ours2},
+		"8848": nil,
+		"5001": nil,
+	} {
+		if got := tb.Conns(node); !slices.Equal(got, want) {
+			t.Errorf("conns of node %q: %q, want %q", node, got, want)
+		}
 	}
 }

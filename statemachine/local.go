@@ -7,8 +7,8 @@ import (
 
 // Local applies commands straight to an in-memory table, without Raft or
 // storage, numbering entries itself. It has the same contract as Node for
-// the gateway (Propose, IsLeader, Expired), so gateway tests and tools run
-// the real lock rules without a Raft group.
+// the gateway (Propose, IsLeader, Expired, Nodes, Conns), so gateway tests
+// and tools run the real lock rules without a Raft group.
 type Local struct {
 	mu     sync.Mutex
 	t      *Table
@@ -71,4 +71,20 @@ func (l *Local) Stats() Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Stats()
+}
+
+// Nodes lists the node ids whose connections the table references, as
+// Node.Nodes does.
+func (l *Local) Nodes() ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.Nodes(), nil
+}
+
+// Conns lists one node's connections referenced by the table, as
+// Node.Conns does.
+func (l *Local) Conns(node string) ([]string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.Conns(node), nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"nacos-lockd/connid"
 )
 
 // ExpiredQuery asks for held locks whose lease ended before NowMs (the
@@ -140,28 +142,20 @@ func (t *Table) Stats() Stats {
 }
 
 // NodesQuery asks which nodes hold connections the table references
-// (holders and waiters), by the node id suffix of connection ids.
+// (holders and waiters), by the node id connection ids end with
+// (connid.NodeOf): "" stands for the connections no node of ours minted,
+// such as Nacos's in an imported snapshot.
 type NodesQuery struct{}
 
 // ConnsQuery asks for the connections of one node the table references.
 type ConnsQuery struct{ Node string }
 
-// NodeOfConn returns the node id a connection id ends with: gateways name
-// connections <millis>_<ip>_<port>_<node>.
-func NodeOfConn(connID string) string {
-	for i := len(connID) - 1; i >= 0; i-- {
-		if connID[i] == '_' {
-			return connID[i+1:]
-		}
-	}
-	return ""
-}
-
-// Nodes lists, sorted, the node ids of every referenced connection.
+// Nodes lists, sorted, the node ids of every referenced connection (""
+// for connections of no node).
 func (t *Table) Nodes() []string {
 	set := map[string]struct{}{}
 	for c := range t.conns {
-		set[NodeOfConn(c)] = struct{}{}
+		set[connid.NodeOf(c)] = struct{}{}
 	}
 	out := make([]string, 0, len(set))
 	for n := range set {
@@ -171,11 +165,12 @@ func (t *Table) Nodes() []string {
 	return out
 }
 
-// Conns lists, sorted, the referenced connections of one node.
+// Conns lists, sorted, the referenced connections of one node ("": of
+// no node).
 func (t *Table) Conns(node string) []string {
 	var out []string
 	for c := range t.conns {
-		if NodeOfConn(c) == node {
+		if connid.NodeOf(c) == node {
 			out = append(out, c)
 		}
 	}

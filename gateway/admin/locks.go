@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/connid"
 	"nacos-lockd/statemachine/lockview"
 )
 
@@ -394,27 +395,15 @@ func msTime(ms int64) string { return time.UnixMilli(ms).UTC().Format(time.RFC33
 
 func timeLeft(endMs int64, now time.Time) int64 { return max(0, endMs-now.UnixMilli()) }
 
-// parseConnID reads the client IP and node id out of a connection id,
-// <epochMillis>_<ip>_<port>_<node> (gateway/conn.go); both "" for an id
-// of another shape (an imported Nacos lock's).
+// parseConnID reads the client IP and node id out of a connection id
+// (package connid): the node is "" for Nacos's ids (an imported lock's),
+// both are "" for a foreign id.
 func parseConnID(id string) (ip, node string) {
-	parts := strings.Split(id, "_")
-	if len(parts) < 3 || len(parts) > 4 || !digits(parts[0]) || !digits(parts[2]) || parts[1] == "" {
+	c, ok := connid.Parse(id)
+	if !ok {
 		return "", ""
 	}
-	if len(parts) == 4 {
-		node = parts[3]
-	}
-	return parts[1], node
-}
-
-func digits(s string) bool {
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return s != ""
+	return c.IP, c.Node
 }
 
 // hashOf is how keys and owners appear in logs at info and above: the

@@ -91,8 +91,8 @@ func TestCheckRunAcceptsLegalRun(t *testing.T) {
 
 func TestCheckRunReportsDoubleGrant(t *testing.T) {
 	w := newRunWriter(t)
-	w.sess(0, "p1.w0.s1", "c1_7")
-	w.sess(0, "p1.w1.s1", "c2_7")
+	w.sess(0, "p1.w0.s1", "1764493200000_10.0.0.254_5000_7")
+	w.sess(0, "p1.w1.s1", "1764493200000_10.0.0.254_5001_7")
 	w.op(10, 20, "p1.w0.s1", "a", "ACQUIRE", 60000, 0, grantedRet(5))
 	w.op(30, 40, "p1.w1.s1", "b", "ACQUIRE", 60000, 0, heldRet())
 	w.op(50, 60, "p1.w1.s1", "b", "ACQUIRE", 60000, 0, grantedRet(9)) // a still holds it

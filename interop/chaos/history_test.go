@@ -13,6 +13,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"nacos-lockd/connid"
 	"nacos-lockd/protocol"
 )
 
@@ -168,7 +169,7 @@ func loadHistory(dir string) (*history, error) {
 	for _, r := range recs {
 		switch r.T {
 		case "sess":
-			node := r.Conn[strings.LastIndexByte(r.Conn, '_')+1:]
+			node := connid.NodeOf(r.Conn)
 			h.sessions[r.Sess] = &sessInfo{name: r.Sess, conn: r.Conn, node: node, start: r.Ts, lostAt: never, worker: workerOf(r)}
 			names = append(names, r.Sess)
 		case "end":
