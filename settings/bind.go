@@ -89,6 +89,9 @@ func (f Field) scale() int64 {
 	return 1
 }
 
+// Type is the Go field's type.
+func (f Field) Type() reflect.Type { return f.v.Type() }
+
 // IsZero reports whether the field is unset.
 func (f Field) IsZero() bool { return f.v.IsZero() }
 
