@@ -12,7 +12,7 @@ MVN_FLAGS ?= -B -ntp -fae
 NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
 .PHONY: release release-check dist-binaries image-context image image-test systemd-check k8s-test k8s-render k8s-helm-check helm build run test test-go fuzz-smoke fuzz interop interop-java interop-go interop-java-33 interop-nacos \
-	nacos-fixtures vet fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd chaos chaos-ci
+	nacos-fixtures vet settings-readme fmt-check proto clean help bench bench-quick bench-smoke bench-ab bench-etcd chaos chaos-ci
 
 help: ## list targets
 	@grep -E '^[a-z0-9-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -85,6 +85,9 @@ test: vet fmt-check test-go systemd-check k8s-test fuzz-smoke interop bench-smok
 
 vet: ## go vet
 	$(GO) vet ./...
+
+settings-readme: ## rewrite README.md's Configuration table from settings/table.go
+	$(GO) test ./settings -run '^TestREADME$$' -update
 
 fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \

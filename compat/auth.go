@@ -3,23 +3,26 @@ package compat
 import (
 	"fmt"
 	"strings"
+
+	"nacos-lockd/settings"
 )
 
-// Nacos's auth properties, plus where nacos-lockd keeps its users.
-const (
-	PropAuthEnabled     = "nacos.core.auth.enabled"
-	PropAuthSecretKey   = "nacos.core.auth.plugin.nacos.token.secret.key"
-	PropAuthTokenExpire = "nacos.core.auth.plugin.nacos.token.expire.seconds"
+// Nacos's auth properties, plus where nacos-lockd keeps its users
+// (declared in settings/table.go).
+var (
+	PropAuthEnabled     = settings.AuthEnabled.Prop
+	PropAuthSecretKey   = settings.AuthSecretKey.Prop
+	PropAuthTokenExpire = settings.AuthTokenExpire.Prop
 	// PropAuthUsersFile is the JSON users file (nacos-lockd); default
 	// <data-dir>/users.json.
-	PropAuthUsersFile = "nacos.lock.auth.users_file"
+	PropAuthUsersFile = settings.AuthUsersFile.Prop
 	// Nacos's server identity: a header name and value that cluster members
 	// send each other. With auth on, a request carrying it may join a node
 	// to the cluster.
-	PropServerIdentityKey   = "nacos.core.auth.server.identity.key"
-	PropServerIdentityValue = "nacos.core.auth.server.identity.value"
+	PropServerIdentityKey   = settings.ServerIdentityKey.Prop
+	PropServerIdentityValue = settings.ServerIdentityValue.Prop
 
-	DefaultAuthTokenExpireSeconds = 18000
+	DefaultAuthTokenExpireSeconds = settings.AuthTokenExpire.DefaultInt()
 )
 
 // AuthSettings are the authentication properties.
@@ -52,14 +55,14 @@ func (p Properties) Bool(key string, def bool) (bool, error) {
 func AuthSettingsFrom(p Properties) (AuthSettings, error) {
 	var s AuthSettings
 	var err error
-	if s.Enabled, err = p.Bool(PropAuthEnabled, false); err != nil {
+	if s.Enabled, err = p.Bool(PropAuthEnabled, settings.AuthEnabled.DefaultBool()); err != nil {
 		return s, err
 	}
 	if s.ExpireSeconds, err = p.Int64(PropAuthTokenExpire, DefaultAuthTokenExpireSeconds); err != nil {
 		return s, err
 	}
-	if s.ExpireSeconds < 1 || s.ExpireSeconds > 10*365*24*3600 {
-		return s, &PropertyError{Key: PropAuthTokenExpire, Value: p[PropAuthTokenExpire], Reason: "must be between 1 second and 10 years"}
+	if reason := settings.AuthTokenExpire.CheckInt(s.ExpireSeconds); reason != "" {
+		return s, &PropertyError{Key: PropAuthTokenExpire, Value: p[PropAuthTokenExpire], Reason: reason}
 	}
 	s.SecretKey = strings.TrimSpace(p[PropAuthSecretKey])
 	s.UsersFile = strings.TrimSpace(p[PropAuthUsersFile])

@@ -3,64 +3,51 @@ package compat
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
+
+	"nacos-lockd/settings"
 )
 
 // LockSettings are the lock service's limits, read from Nacos properties.
-// Durations are in milliseconds, as Nacos writes them.
+// Durations are in milliseconds, as Nacos writes them. Each field's tag
+// binds it to its declaration in package settings, which gives its
+// property name, default and range.
 type LockSettings struct {
-	DefaultLeaseMs    int64 // PropLockDefaultExpireTime
-	MaxLeaseMs        int64 // PropLockMaxExpireTime
-	ScanIntervalMs    int64 // PropLockExpireScanInterval
-	DisconnectGraceMs int64 // PropLockDisconnectGrace
-	MaxWaitMs         int64 // PropLockMaxWaitTime
-	MaxKeyLength      int   // PropLockMaxKeyLength
-	MaxOwnerLength    int   // PropLockMaxOwnerLength
-	MaxParamsBytes    int   // PropLockMaxParamsBytes
-	MaxConnections    int   // PropLockMaxConnections
-	MaxConnsPerIP     int   // PropLockMaxConnectionsPerIP
-	MaxRequestsPerSec int   // PropLockMaxRequestsPerSecond
-	MaxLocks          int64 // PropLockMaxLocks
-	MaxWaitersPerLock int64 // PropLockMaxWaitersPerLock
-	RequestTimeoutMs  int64 // PropLockRequestTimeout
-	NodeGraceMs       int64 // PropLockNodeGrace
-	SnapshotEntries   int64 // PropRaftSnapshotEntries
-	// ElectionTimeoutMs is 0 when unset: cmd picks 10 ms for a single
-	// node and 300 ms for a cluster.
-	ElectionTimeoutMs int64 // PropRaftElectionTimeout
+	DefaultLeaseMs    int64 `setting:"nacos.lock.default_expire_time"`
+	MaxLeaseMs        int64 `setting:"nacos.lock.max_expire_time"`
+	ScanIntervalMs    int64 `setting:"nacos.lock.expire.scan.interval"`
+	DisconnectGraceMs int64 `setting:"nacos.lock.disconnect_grace_ms"`
+	MaxWaitMs         int64 `setting:"nacos.lock.max_wait_time"`
+	MaxKeyLength      int   `setting:"nacos.lock.max_key_length"`
+	MaxOwnerLength    int   `setting:"nacos.lock.max_owner_length"`
+	MaxParamsBytes    int   `setting:"nacos.lock.max_params_bytes"`
+	MaxConnections    int   `setting:"nacos.lock.max_connections"`
+	MaxConnsPerIP     int   `setting:"nacos.lock.max_connections_per_ip"`
+	MaxRequestsPerSec int   `setting:"nacos.lock.max_requests_per_second"`
+	MaxLocks          int64 `setting:"nacos.lock.max_locks"`
+	MaxWaitersPerLock int64 `setting:"nacos.lock.max_waiters_per_lock"`
+	RequestTimeoutMs  int64 `setting:"nacos.lock.request_timeout"`
+	NodeGraceMs       int64 `setting:"nacos.lock.node_grace_ms"`
+	SnapshotEntries   int64 `setting:"nacos.lock.raft.snapshot_entries"`
+	// ElectionTimeoutMs is 0 when unset: cmd picks the mode's default
+	// (settings.ElectionTimeoutMs).
+	ElectionTimeoutMs int64 `setting:"nacos.lock.raft.election_timeout_ms"`
 }
 
 const (
-	// MaxMillis bounds every duration property: 100 years, so that an epoch
-	// timestamp plus any of them cannot overflow int64, and any of them
-	// converts to a time.Duration (which ends at ~292 years).
-	MaxMillis = 100 * 365 * 24 * 3600 * 1000
-	// MaxKeyLengthLimit bounds PropLockMaxKeyLength: badger refuses keys over
-	// 65000 bytes, and the lock table stores a lock under its key plus a
-	// short prefix.
-	MaxKeyLengthLimit = 60_000
+	// MaxMillis bounds every duration property (settings.MaxMillis).
+	MaxMillis = settings.MaxMillis
+	// MaxKeyLengthLimit bounds PropLockMaxKeyLength
+	// (settings.MaxKeyLengthLimit).
+	MaxKeyLengthLimit = settings.MaxKeyLengthLimit
 )
 
 // DefaultLockSettings returns the settings used when no property is set.
 func DefaultLockSettings() LockSettings {
-	return LockSettings{
-		DefaultLeaseMs:    DefaultLockDefaultExpireMs,
-		MaxLeaseMs:        DefaultLockMaxExpireMs,
-		ScanIntervalMs:    DefaultLockScanIntervalMs,
-		DisconnectGraceMs: DefaultLockDisconnectMs,
-		MaxWaitMs:         DefaultLockMaxWaitMs,
-		MaxKeyLength:      DefaultLockMaxKeyLength,
-		MaxOwnerLength:    DefaultLockMaxOwnerLength,
-		MaxParamsBytes:    DefaultLockMaxParamsBytes,
-		MaxConnections:    DefaultLockMaxConnections,
-		MaxConnsPerIP:     DefaultLockMaxConnectionsPerIP,
-		MaxRequestsPerSec: DefaultLockMaxRequestsPerSecond,
-		MaxLocks:          DefaultLockMaxLocks,
-		MaxWaitersPerLock: DefaultLockMaxWaitersPerLock,
-		RequestTimeoutMs:  DefaultLockRequestTimeoutMs,
-		NodeGraceMs:       DefaultLockNodeGraceMs,
-		SnapshotEntries:   DefaultRaftSnapshotEntries,
-	}
+	var s LockSettings
+	settings.FillDefaults(&s)
+	return s
 }
 
 // LockSettingsFrom reads the lock properties from p, applying defaults for
@@ -69,39 +56,23 @@ func DefaultLockSettings() LockSettings {
 func LockSettingsFrom(p Properties) (LockSettings, error) {
 	s := DefaultLockSettings()
 	var errs []error
-	readInt64 := func(key string, dst *int64) {
-		v, err := p.Int64(key, *dst)
+	for _, f := range settings.Fields(&s) {
+		key := f.Setting.Prop
+		var v int64
+		var err error
+		if f.Type().Kind() == reflect.Int { // Int's range check, as before
+			var n int
+			n, err = p.Int(key, int(f.Int()))
+			v = int64(n)
+		} else {
+			v, err = p.Int64(key, f.Int())
+		}
 		if err != nil {
 			errs = append(errs, err)
-			return
+			continue
 		}
-		*dst = v
+		f.SetInt(v)
 	}
-	readInt := func(key string, dst *int) {
-		v, err := p.Int(key, *dst)
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		*dst = v
-	}
-	readInt64(PropLockDefaultExpireTime, &s.DefaultLeaseMs)
-	readInt64(PropLockMaxExpireTime, &s.MaxLeaseMs)
-	readInt64(PropLockExpireScanInterval, &s.ScanIntervalMs)
-	readInt64(PropLockDisconnectGrace, &s.DisconnectGraceMs)
-	readInt64(PropLockMaxWaitTime, &s.MaxWaitMs)
-	readInt(PropLockMaxKeyLength, &s.MaxKeyLength)
-	readInt(PropLockMaxOwnerLength, &s.MaxOwnerLength)
-	readInt(PropLockMaxParamsBytes, &s.MaxParamsBytes)
-	readInt(PropLockMaxConnections, &s.MaxConnections)
-	readInt(PropLockMaxConnectionsPerIP, &s.MaxConnsPerIP)
-	readInt(PropLockMaxRequestsPerSecond, &s.MaxRequestsPerSec)
-	readInt64(PropLockMaxLocks, &s.MaxLocks)
-	readInt64(PropLockMaxWaitersPerLock, &s.MaxWaitersPerLock)
-	readInt64(PropLockRequestTimeout, &s.RequestTimeoutMs)
-	readInt64(PropLockNodeGrace, &s.NodeGraceMs)
-	readInt64(PropRaftSnapshotEntries, &s.SnapshotEntries)
-	readInt64(PropRaftElectionTimeout, &s.ElectionTimeoutMs)
 	if len(errs) > 0 {
 		return LockSettings{}, errors.Join(errs...)
 	}
@@ -128,31 +99,11 @@ func (s LockSettings) validate(p Properties) error {
 		}
 		errs = append(errs, &PropertyError{Key: key, Value: value, Reason: reason})
 	}
-	between := func(key string, v, lo, hi int64) {
-		if v < lo || v > hi {
-			fail(key, v, fmt.Sprintf("must be between %d and %d", lo, hi))
+	// Each field's range is its declaration's.
+	for _, f := range settings.Fields(&s) {
+		if reason := f.Setting.CheckInt(f.Int()); reason != "" {
+			fail(f.Setting.Prop, f.Int(), reason)
 		}
-	}
-	between(PropLockDefaultExpireTime, s.DefaultLeaseMs, 1, MaxMillis)
-	between(PropLockMaxExpireTime, s.MaxLeaseMs, 1, MaxMillis)
-	between(PropLockExpireScanInterval, s.ScanIntervalMs, 1, MaxMillis)
-	between(PropLockDisconnectGrace, s.DisconnectGraceMs, 0, MaxMillis)
-	between(PropLockMaxWaitTime, s.MaxWaitMs, 1, MaxMillis)
-	between(PropLockMaxKeyLength, int64(s.MaxKeyLength), 1, MaxKeyLengthLimit)
-	// No upper bound of our own: the gateway's message size limit caps what
-	// a client can send anyway.
-	between(PropLockMaxOwnerLength, int64(s.MaxOwnerLength), 1, 1<<31-1)
-	between(PropLockMaxParamsBytes, int64(s.MaxParamsBytes), 0, 1<<24)
-	between(PropLockMaxConnections, int64(s.MaxConnections), 1, 1<<24)
-	between(PropLockMaxConnectionsPerIP, int64(s.MaxConnsPerIP), 1, 1<<24)
-	between(PropLockMaxRequestsPerSecond, int64(s.MaxRequestsPerSec), 1, 1<<30)
-	between(PropLockMaxLocks, s.MaxLocks, 1, 1<<40)
-	between(PropLockMaxWaitersPerLock, s.MaxWaitersPerLock, 1, 1<<32-1)
-	between(PropLockRequestTimeout, s.RequestTimeoutMs, 1, MaxMillis)
-	between(PropLockNodeGrace, s.NodeGraceMs, 1, MaxMillis)
-	between(PropRaftSnapshotEntries, s.SnapshotEntries, 10, 1<<40)
-	if s.ElectionTimeoutMs != 0 {
-		between(PropRaftElectionTimeout, s.ElectionTimeoutMs, 10, 60_000)
 	}
 	// A default lease above the cap would be cut down on every request that
 	// asks for the default; say so at startup instead.
@@ -176,8 +127,8 @@ func ServerPort(p Properties) (port int, present bool, err error) {
 		if err != nil {
 			return 0, true, err
 		}
-		if port < 1 || port > 65535 {
-			return 0, true, &PropertyError{Key: key, Value: p[key], Reason: "must be between 1 and 65535"}
+		if reason := settings.MainPort.CheckInt(int64(port)); reason != "" {
+			return 0, true, &PropertyError{Key: key, Value: p[key], Reason: reason}
 		}
 		return port, true, nil
 	}

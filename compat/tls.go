@@ -3,22 +3,24 @@ package compat
 import (
 	"fmt"
 	"strings"
+
+	"nacos-lockd/settings"
 )
 
 // TLS properties: Nacos's names for the SDK gRPC port, and Spring Boot's
-// PEM names for the HTTP main port.
-const (
-	PropRPCTLSEnabled    = "nacos.remote.server.rpc.tls.enableTls"
-	PropRPCTLSCert       = "nacos.remote.server.rpc.tls.certChainFile"
-	PropRPCTLSKey        = "nacos.remote.server.rpc.tls.certPrivateKey"
-	PropRPCTLSTrust      = "nacos.remote.server.rpc.tls.trustCollectionCertFile"
-	PropRPCTLSMutualAuth = "nacos.remote.server.rpc.tls.mutualAuthEnable"
+// PEM names for the HTTP main port (declared in settings/table.go).
+var (
+	PropRPCTLSEnabled    = settings.RPCTLSEnabled.Prop
+	PropRPCTLSCert       = settings.RPCTLSCert.Prop
+	PropRPCTLSKey        = settings.RPCTLSKey.Prop
+	PropRPCTLSTrust      = settings.RPCTLSTrust.Prop
+	PropRPCTLSMutualAuth = settings.RPCTLSMutualAuth.Prop
 
-	PropHTTPSSLEnabled    = "server.ssl.enabled"
-	PropHTTPSSLCert       = "server.ssl.certificate"
-	PropHTTPSSLKey        = "server.ssl.certificate-private-key"
-	PropHTTPSSLTrust      = "server.ssl.trust-certificate"
-	PropHTTPSSLClientAuth = "server.ssl.client-auth"
+	PropHTTPSSLEnabled    = settings.HTTPSSLEnabled.Prop
+	PropHTTPSSLCert       = settings.HTTPSSLCert.Prop
+	PropHTTPSSLKey        = settings.HTTPSSLKey.Prop
+	PropHTTPSSLTrust      = settings.HTTPSSLTrust.Prop
+	PropHTTPSSLClientAuth = settings.HTTPSSLClientAuth.Prop
 )
 
 // TLSFiles is one listener's TLS setup.
@@ -40,11 +42,11 @@ type TLSSettings struct {
 func TLSSettingsFrom(p Properties) (TLSSettings, error) {
 	var s TLSSettings
 	var err error
-	if s.GRPC.Enabled, err = p.Bool(PropRPCTLSEnabled, false); err != nil {
+	if s.GRPC.Enabled, err = p.Bool(PropRPCTLSEnabled, settings.RPCTLSEnabled.DefaultBool()); err != nil {
 		return s, err
 	}
 	s.GRPC.CertFile, s.GRPC.KeyFile, s.GRPC.CAFile = strings.TrimSpace(p[PropRPCTLSCert]), strings.TrimSpace(p[PropRPCTLSKey]), strings.TrimSpace(p[PropRPCTLSTrust])
-	mutual, err := p.Bool(PropRPCTLSMutualAuth, false)
+	mutual, err := p.Bool(PropRPCTLSMutualAuth, settings.RPCTLSMutualAuth.DefaultBool())
 	if err != nil {
 		return s, err
 	}
@@ -52,15 +54,14 @@ func TLSSettingsFrom(p Properties) (TLSSettings, error) {
 	if mutual {
 		s.GRPC.ClientAuth = "need"
 	}
-	if s.HTTP.Enabled, err = p.Bool(PropHTTPSSLEnabled, false); err != nil {
+	if s.HTTP.Enabled, err = p.Bool(PropHTTPSSLEnabled, settings.HTTPSSLEnabled.DefaultBool()); err != nil {
 		return s, err
 	}
 	s.HTTP.CertFile, s.HTTP.KeyFile, s.HTTP.CAFile = strings.TrimSpace(p[PropHTTPSSLCert]), strings.TrimSpace(p[PropHTTPSSLKey]), strings.TrimSpace(p[PropHTTPSSLTrust])
-	s.HTTP.ClientAuth = strings.ToLower(strings.TrimSpace(p.String(PropHTTPSSLClientAuth, "none")))
-	switch s.HTTP.ClientAuth {
-	case "", "none", "want", "need":
-	default:
-		return s, &PropertyError{Key: PropHTTPSSLClientAuth, Value: p[PropHTTPSSLClientAuth], Reason: "want none, want or need"}
+	s.HTTP.ClientAuth = strings.ToLower(strings.TrimSpace(p.String(PropHTTPSSLClientAuth, settings.HTTPSSLClientAuth.DefaultString())))
+	// An empty value is accepted too, and means none.
+	if s.HTTP.ClientAuth != "" && !settings.HTTPSSLClientAuth.CheckChoice(s.HTTP.ClientAuth) {
+		return s, &PropertyError{Key: PropHTTPSSLClientAuth, Value: p[PropHTTPSSLClientAuth], Reason: "want " + settings.HTTPSSLClientAuth.ChoiceList()}
 	}
 	for name, f := range map[string]TLSFiles{PropRPCTLSEnabled: s.GRPC, PropHTTPSSLEnabled: s.HTTP} {
 		if !f.Enabled {

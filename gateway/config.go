@@ -11,10 +11,11 @@ import (
 
 	"nacos-lockd/connid"
 	"nacos-lockd/gateway/auth"
+	"nacos-lockd/settings"
 )
 
-// Config configures the gateway. Zero values pick the defaults noted,
-// which are Nacos's where Nacos has one.
+// Config configures the gateway. Zero values pick the defaults: a
+// setting's declared one for a field tagged with it, else the one noted.
 type Config struct {
 	// ListenAddr is the SDK gRPC address, host:port (main port + 1000).
 	ListenAddr string
@@ -27,24 +28,27 @@ type Config struct {
 	// dead-node monitor reads back (package connid). "" leaves it out.
 	NodeID string
 
-	DefaultLease    time.Duration // nacos.lock.default_expire_time, 30s
-	MaxLease        time.Duration // nacos.lock.max_expire_time, 30m
-	MaxWait         time.Duration // nacos.lock.max_wait_time, 30m
-	ScanInterval    time.Duration // nacos.lock.expire.scan.interval, 1s
-	DisconnectGrace time.Duration // nacos.lock.disconnect_grace_ms, 0
-	RequestTimeout  time.Duration // nacos.lock.request_timeout, 2.5s
-	MaxKeyLength    int           // nacos.lock.max_key_length, 4096 bytes
-	MaxOwnerLength  int           // nacos.lock.max_owner_length, 1024 bytes
-	MaxParamsBytes  int           // nacos.lock.max_params_bytes, 4096 bytes of params JSON
+	// The lock service's settings. Each tag binds the field to its
+	// declaration in package settings, which gives its default (used when
+	// the field is zero) and its allowed range (Validate).
+	DefaultLease    time.Duration `setting:"nacos.lock.default_expire_time"`
+	MaxLease        time.Duration `setting:"nacos.lock.max_expire_time"`
+	MaxWait         time.Duration `setting:"nacos.lock.max_wait_time"`
+	ScanInterval    time.Duration `setting:"nacos.lock.expire.scan.interval"`
+	DisconnectGrace time.Duration `setting:"nacos.lock.disconnect_grace_ms"`
+	RequestTimeout  time.Duration `setting:"nacos.lock.request_timeout"`
+	MaxKeyLength    int           `setting:"nacos.lock.max_key_length"`   // bytes
+	MaxOwnerLength  int           `setting:"nacos.lock.max_owner_length"` // bytes
+	MaxParamsBytes  int           `setting:"nacos.lock.max_params_bytes"` // bytes of params JSON
 	// Table limits, stamped into every ACQUIRE so all replicas enforce the
 	// same: lock entries in total (a memory guard) and waiters per lock.
-	MaxLocks          uint64 // nacos.lock.max_locks, 2000000
-	MaxWaitersPerLock uint32 // nacos.lock.max_waiters_per_lock, 10000
+	MaxLocks          uint64 `setting:"nacos.lock.max_locks"`
+	MaxWaitersPerLock uint32 `setting:"nacos.lock.max_waiters_per_lock"`
 
 	// Connection and rate limits: exceeding one never affects other clients.
-	MaxConnections      int     // nacos.lock.max_connections, 10000 registered connections
-	MaxConnectionsPerIP int     // nacos.lock.max_connections_per_ip, 256 per peer IP
-	RequestsPerSecond   float64 // nacos.lock.max_requests_per_second, 2000 lock requests/s per connection
+	MaxConnections      int     `setting:"nacos.lock.max_connections"`         // registered connections
+	MaxConnectionsPerIP int     `setting:"nacos.lock.max_connections_per_ip"`  // per peer IP
+	RequestsPerSecond   float64 `setting:"nacos.lock.max_requests_per_second"` // lock requests/s per connection
 
 	// TLS, when set, makes the SDK port serve TLS only (with client
 	// certificates checked if the config asks for them).
@@ -76,8 +80,8 @@ type Config struct {
 	// It must return false for a node that is no longer a member.
 	PeerAlive func(ctx context.Context, node string) bool
 	// NodeGrace is how long a node may be unreachable before the leader
-	// releases the locks its clients held (nacos.lock.node_grace_ms, 15s).
-	NodeGrace time.Duration
+	// releases the locks its clients held.
+	NodeGrace time.Duration `setting:"nacos.lock.node_grace_ms"`
 	// NodeCheckInterval is how often the leader checks the other nodes. 1s.
 	NodeCheckInterval time.Duration
 
@@ -94,48 +98,17 @@ type Config struct {
 }
 
 func (c Config) withDefaults() Config {
+	settings.FillDefaults(&c)
 	def := func(v *time.Duration, d time.Duration) {
 		if *v == 0 {
 			*v = d
 		}
 	}
-	def(&c.DefaultLease, 30*time.Second)
-	def(&c.MaxLease, 30*time.Minute)
-	def(&c.MaxWait, 30*time.Minute)
-	def(&c.ScanInterval, time.Second)
-	// Below the 3.0-line client's 3 s request timeout: the client should
-	// get our answer rather than give up and resend the request.
-	def(&c.RequestTimeout, 2500*time.Millisecond)
 	def(&c.PushTimeout, 3*time.Second)
 	def(&c.ShutdownGrace, 5*time.Second)
 	def(&c.ResetDrain, time.Second)
 	def(&c.SetupTimeout, 10*time.Second)
-	def(&c.NodeGrace, 15*time.Second)
 	def(&c.NodeCheckInterval, time.Second)
-	if c.MaxKeyLength == 0 {
-		c.MaxKeyLength = 4096
-	}
-	if c.MaxOwnerLength == 0 {
-		c.MaxOwnerLength = 1024
-	}
-	if c.MaxLocks == 0 {
-		c.MaxLocks = 2_000_000
-	}
-	if c.MaxWaitersPerLock == 0 {
-		c.MaxWaitersPerLock = 10_000
-	}
-	if c.MaxParamsBytes == 0 {
-		c.MaxParamsBytes = 4096
-	}
-	if c.MaxConnections == 0 {
-		c.MaxConnections = 10000
-	}
-	if c.MaxConnectionsPerIP == 0 {
-		c.MaxConnectionsPerIP = 256
-	}
-	if c.RequestsPerSecond == 0 {
-		c.RequestsPerSecond = 2000
-	}
 	if c.MaxMessageSize == 0 {
 		c.MaxMessageSize = 10 << 20
 	}
@@ -145,32 +118,20 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports settings that cannot work.
+// Validate reports settings that cannot work: no listen address, or a
+// setting outside its declared range (each error names the field, its
+// property and the range).
 func (c Config) Validate() error {
 	c = c.withDefaults()
 	var errs []error
 	if c.ListenAddr == "" {
 		errs = append(errs, errors.New("gateway: listen address is required"))
 	}
-	for _, d := range []struct {
-		name string
-		v    time.Duration
-	}{
-		{"default lease", c.DefaultLease}, {"max lease", c.MaxLease}, {"max wait", c.MaxWait},
-		{"scan interval", c.ScanInterval}, {"request timeout", c.RequestTimeout},
-	} {
-		if d.v <= 0 {
-			errs = append(errs, fmt.Errorf("gateway: %s must be positive, got %v", d.name, d.v))
-		}
-	}
-	if c.DisconnectGrace < 0 {
-		errs = append(errs, fmt.Errorf("gateway: disconnect grace must not be negative, got %v", c.DisconnectGrace))
+	if err := settings.Check(&c); err != nil {
+		errs = append(errs, fmt.Errorf("gateway: %w", err))
 	}
 	if c.NodeID != "" && !connid.ValidNode(c.NodeID) {
 		errs = append(errs, fmt.Errorf("gateway: node id must be a replica id in decimal, got %q", c.NodeID))
-	}
-	if c.MaxKeyLength < 0 || c.MaxOwnerLength < 0 || c.MaxParamsBytes < 0 || c.MaxConnections < 0 || c.MaxConnectionsPerIP < 0 || c.RequestsPerSecond < 0 {
-		errs = append(errs, errors.New("gateway: limits must not be negative"))
 	}
 	return errors.Join(errs...)
 }

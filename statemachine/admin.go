@@ -15,10 +15,10 @@ import (
 
 // MaxListLimit caps one page of ListLocks: Lookup holds the table's read
 // lock while it builds the page, and apply waits for it.
-const MaxListLimit = 1000
+const MaxListLimit = lockview.MaxListLimit
 
 // DefaultListLimit is the page size when a query names none.
-const DefaultListLimit = 100
+const DefaultListLimit = lockview.DefaultListLimit
 
 // ListLocks reads one page of held locks.
 func (n *Node) ListLocks(ctx context.Context, q lockview.Query, stale bool) (lockview.Page, error) {

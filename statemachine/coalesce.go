@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+
+	"nacos-lockd/settings"
 )
 
 // DefaultCoalesceWindow is how long renews that come in quick succession
@@ -17,7 +19,8 @@ import (
 // and a few milliseconds turn hundreds of spread-out renews per second
 // into a few entries. A renew after a quiet spell (none within the
 // window) does not wait, and no other command ever waits for the window.
-const DefaultCoalesceWindow = 5 * time.Millisecond
+// The --coalesce-window flag's declaration holds it.
+const DefaultCoalesceWindow = settings.DefaultCoalesceWindow
 
 // groupInFlight bounds the entries proposed and not yet applied. A
 // single node fsyncs once per Raft step, so every entry in flight at once

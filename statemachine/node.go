@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/settings"
 	"nacos-lockd/storage"
 )
 
@@ -45,8 +46,8 @@ type RaftConfig struct {
 	RTTMillisecond     uint64 // default 1 (loopback)
 	ElectionRTT        uint64 // default 10
 	HeartbeatRTT       uint64 // default 1
-	SnapshotEntries    uint64 // default 10000
-	CompactionOverhead uint64 // default 5000
+	SnapshotEntries    uint64 // default: settings.RaftSnapshotEntries's
+	CompactionOverhead uint64 // default: half that
 
 	// CoalesceWindow is how long renews in quick succession are collected
 	// into one entry (coalesce.go): 0 picks DefaultCoalesceWindow. Negative
@@ -67,8 +68,8 @@ func (c *RaftConfig) withDefaults() RaftConfig {
 	set(&d.RTTMillisecond, 1)
 	set(&d.ElectionRTT, 10)
 	set(&d.HeartbeatRTT, 1)
-	set(&d.SnapshotEntries, 10000)
-	set(&d.CompactionOverhead, 5000)
+	set(&d.SnapshotEntries, uint64(settings.RaftSnapshotEntries.DefaultInt()))
+	set(&d.CompactionOverhead, uint64(settings.RaftSnapshotEntries.DefaultInt()/2))
 	if d.CoalesceWindow == 0 {
 		d.CoalesceWindow = DefaultCoalesceWindow
 	}

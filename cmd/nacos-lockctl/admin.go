@@ -16,6 +16,8 @@ import (
 	"text/tabwriter"
 	"time"
 	"unicode"
+
+	"nacos-lockd/statemachine/lockview"
 )
 
 var adminCommands = map[string]bool{"ls": true, "get": true, "force-release": true, "watch": true, "login": true}
@@ -77,7 +79,7 @@ func (c *ctl) addListFlags(fs *flag.FlagSet, lf *listFlags, defLimit int) {
 	fs.StringVar(&lf.typ, "type", "", "only this lock type: NACOS_LOCK, REENTRANT or NON_REENTRANT")
 	fs.StringVar(&lf.prefix, "prefix", "", "only keys starting with this")
 	fs.IntVar(&lf.limit, "limit", defLimit, "at most this many locks (0: all)")
-	fs.IntVar(&lf.page, "page", 500, "locks per API request, 1 to 1000")
+	fs.IntVar(&lf.page, "page", 500, fmt.Sprintf("locks per API request, 1 to %d", lockview.MaxListLimit))
 	fs.BoolVar(&lf.stale, "stale", false, "read the node's replica as it is, not linearizably")
 }
 
@@ -90,8 +92,8 @@ type listPage struct {
 // listLocks fetches locks page by page, following the API's cursors, up
 // to lf.limit of them (0: all). more reports that the limit cut it short.
 func (c *ctl) listLocks(ctx context.Context, lf listFlags) (raw []json.RawMessage, rows []lockRow, more bool, err error) {
-	if lf.page < 1 || lf.page > 1000 {
-		return nil, nil, false, fmt.Errorf("--page %d: want 1 to 1000", lf.page)
+	if lf.page < 1 || lf.page > lockview.MaxListLimit {
+		return nil, nil, false, fmt.Errorf("--page %d: want 1 to %d", lf.page, lockview.MaxListLimit)
 	}
 	cursor := ""
 	for {

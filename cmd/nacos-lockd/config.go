@@ -12,7 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/settings"
 )
 
 // config is everything serve needs. Precedence, highest first: flags,
@@ -61,19 +61,6 @@ var (
 	errVersion = errors.New("version requested")
 )
 
-// envNames maps flags to the environment variables that may set them.
-var envNames = map[string]string{
-	"port":            "NACOS_LOCKD_PORT",
-	"data-dir":        "NACOS_LOCKD_DATA_DIR",
-	"config":          "NACOS_LOCKD_CONFIG",
-	"cluster-conf":    "NACOS_LOCKD_CLUSTER_CONF",
-	"ip":              "NACOS_LOCKD_IP",
-	"log-level":       "NACOS_LOCKD_LOG_LEVEL",
-	"log-format":      "NACOS_LOCKD_LOG_FORMAT",
-	"import-nacos":    "NACOS_LOCKD_IMPORT_NACOS",
-	"coalesce-window": "NACOS_LOCKD_COALESCE_WINDOW",
-}
-
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	return parseConfigWith(args, getenv, nil, stderr)
 }
@@ -84,23 +71,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 func parseConfigWith(args []string, getenv func(string) string, overlay compat.Properties, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("nacos-lockd", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	port := fs.Int("port", compat.DefaultServerPort, "main port (Nacos server.port): HTTP admin API; SDK gRPC listens on port+1000, Raft on port-1000")
-	dataDir := fs.String("data-dir", "./data", "directory for the lock table and the Raft log")
-	configFile := fs.String("config", "", "Nacos-style properties file (application.properties)")
-	clusterConf := fs.String("cluster-conf", "", "Nacos cluster.conf: one ip:port or name:port (main port) per member; omit for a single node")
-	ip := fs.String("ip", "", "this node's address as listed in cluster.conf, an IP or a DNS name (nacos.inetutils.ip-address); default 127.0.0.1, and with cluster.conf members listed by name, the member named by the host name or resolving to an address of this machine")
-	join := fs.Bool("join", false, "start as a new member of a running cluster (after `nacos-lockctl cluster add`)")
-	logLevel := fs.String("log-level", "info", "log level: trace, debug, info, warn, error")
-	logFormat := fs.String("log-format", "json", "log format: json or console")
-	testHooks := fs.String("test-hooks", "", "TEST ONLY, never in production: a control file through which the chaos suite injects clock offsets, storage faults and leader transfers")
-	coalesce := fs.Duration("coalesce-window", statemachine.DefaultCoalesceWindow, "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry, which every member must do while nodes older than this build are in the cluster")
-	showVersion := fs.Bool("version", false, "print the version, commit and build date, then exit")
-	importNacos := fs.String("import-nacos", "", "import a Nacos lock snapshot (snapshot_N dir or nacos_lock.zip) into the empty data dir before starting")
+	flags := settings.RegisterFlags(fs) // every declared flag, settings/table.go
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			env := ""
-			if e, ok := envNames[f.Name]; ok {
+			if e := settings.EnvOf(f.Name); e != "" {
 				env = " [" + e + "]"
 			}
 			fmt.Fprintf(stderr, "  --%s%s\n    \t%s (default %q)\n", f.Name, env, f.Usage, f.DefValue)
@@ -112,27 +88,23 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 		}
 		return config{}, err
 	}
-	if *showVersion {
+	if flags.Bool(settings.ShowVersion) {
 		return config{}, errVersion
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// Environment variables fill what flags left unset.
-	for name, env := range envNames {
-		if v := getenv(env); v != "" && !set[name] {
-			if err := fs.Set(name, v); err != nil {
-				return config{}, fmt.Errorf("%s=%q: %w", env, v, err)
-			}
-			set[name] = true
-		}
+	if err := flags.FromEnv(getenv); err != nil {
+		return config{}, err
 	}
+	configFile := flags.String(settings.ConfigFile)
+	clusterConf := flags.String(settings.ClusterConf)
+	logLevel := flags.String(settings.LogLevel)
 
 	props := compat.Properties{}
-	if *configFile != "" {
-		p, err := compat.LoadProperties(*configFile)
+	if configFile != "" {
+		p, err := compat.LoadProperties(configFile)
 		if err != nil {
 			return config{}, fmt.Errorf("read config: %w", err)
 		}
@@ -141,35 +113,39 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	for k, v := range overlay {
 		props[k] = v
 	}
-	cfg := config{dataDir: *dataDir, logFormat: *logFormat, join: *join, importNacos: *importNacos, testHooks: *testHooks,
-		coalesceWindow: *coalesce}
-	if cfg.coalesceWindow < 0 || cfg.coalesceWindow > time.Second {
-		return config{}, fmt.Errorf("--coalesce-window %s: want 0 (off) up to 1s", cfg.coalesceWindow)
+	cfg := config{dataDir: flags.String(settings.DataDir), logFormat: flags.String(settings.LogFormat),
+		join: flags.Bool(settings.Join), importNacos: flags.String(settings.ImportNacos),
+		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow)}
+	if settings.CoalesceWindow.CheckInt(int64(cfg.coalesceWindow)) != "" {
+		return config{}, fmt.Errorf("--coalesce-window %s: want 0 (off) up to %s", cfg.coalesceWindow, time.Duration(settings.CoalesceWindow.Max))
 	}
 	var err error
 	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+		return config{}, fmt.Errorf("config %s: %w", configFile, err)
 	}
 	if cfg.auth, err = compat.AuthSettingsFrom(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+		return config{}, fmt.Errorf("config %s: %w", configFile, err)
 	}
 	if cfg.tls, err = compat.TLSSettingsFrom(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
+		return config{}, fmt.Errorf("config %s: %w", configFile, err)
 	}
 	cfg.identity = [2]string{props.String(compat.PropServerIdentityKey, ""), props.String(compat.PropServerIdentityValue, "")}
-	mainPort := *port
+	// The port and the address: a flag (or its environment variable)
+	// wins over the properties file, which wins over the default.
+	mainPort := flags.Int(settings.MainPort)
 	if p, present, err := compat.ServerPort(props); err != nil {
-		return config{}, fmt.Errorf("config %s: %w", *configFile, err)
-	} else if present && !set["port"] {
+		return config{}, fmt.Errorf("config %s: %w", configFile, err)
+	} else if present && !flags.IsSet(settings.MainPort) {
 		mainPort = p
 	}
-	if mainPort-1000 < 1 || mainPort+1000 > 65535 {
-		return config{}, fmt.Errorf("--port %d: port-1000 and port+1000 must both be valid ports (1001..64535)", mainPort)
+	// The Raft port is port-1000 and the SDK port port+1000.
+	if lo, hi := int(settings.MainPort.Min)+1000, int(settings.MainPort.Max)-1000; mainPort < lo || mainPort > hi {
+		return config{}, fmt.Errorf("--port %d: port-1000 and port+1000 must both be valid ports (%d..%d)", mainPort, lo, hi)
 	}
 	addr := compat.IPAddress(props)
-	ipSet := set["ip"] || addr != compat.DefaultIPAddress
-	if set["ip"] {
-		addr = *ip
+	ipSet := flags.IsSet(settings.IPAddress) || addr != compat.DefaultIPAddress
+	if flags.IsSet(settings.IPAddress) {
+		addr = flags.String(settings.IPAddress)
 	}
 	if net.ParseIP(addr) == nil {
 		if !compat.IsHostName(addr) {
@@ -179,14 +155,14 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	}
 	cfg.self = compat.Member{Host: addr, Port: mainPort, RaftPort: mainPort - 1000}
 	cfg.members = []compat.Member{cfg.self}
-	if *clusterConf != "" {
-		members, err := compat.LoadClusterConf(*clusterConf)
+	if clusterConf != "" {
+		members, err := compat.LoadClusterConf(clusterConf)
 		if err != nil {
 			return config{}, err
 		}
 		self, err := findSelf(members, addr, ipSet, mainPort, sysHost)
 		if err != nil {
-			return config{}, fmt.Errorf("%s: %w", *clusterConf, err)
+			return config{}, fmt.Errorf("%s: %w", clusterConf, err)
 		}
 		cfg.self, cfg.members, cfg.cluster = self, members, true
 	} else if cfg.join {
@@ -196,11 +172,12 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 		// Each node would import at its own time and build its own table.
 		return config{}, errors.New("--import-nacos works on one node: import on a single-member cluster.conf (or no cluster.conf), then let the other nodes --join")
 	}
-	if cfg.logLevel, err = zerolog.ParseLevel(*logLevel); err != nil || *logLevel == "" {
-		return config{}, fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", *logLevel)
+	// zerolog decides which levels it takes; the message names the usual ones.
+	if cfg.logLevel, err = zerolog.ParseLevel(logLevel); err != nil || logLevel == "" {
+		return config{}, fmt.Errorf("--log-level %q: want %s", logLevel, settings.LogLevel.ChoiceList())
 	}
-	if cfg.logFormat != "json" && cfg.logFormat != "console" {
-		return config{}, fmt.Errorf("--log-format %q: want json or console", cfg.logFormat)
+	if !settings.LogFormat.CheckChoice(cfg.logFormat) {
+		return config{}, fmt.Errorf("--log-format %q: want %s", cfg.logFormat, settings.LogFormat.ChoiceList())
 	}
 	return cfg, nil
 }

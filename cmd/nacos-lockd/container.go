@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/settings"
 )
 
 // `nacos-lockd container` is the entrypoint of the container image
@@ -88,12 +89,12 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 		}
 		return s.env[k]
 	}
-	def("NACOS_LOCKD_DATA_DIR", containerDataDir)
+	def(settings.DataDir.Env, containerDataDir)
 	if _, ok := readFile(containerConfig); ok {
-		def("NACOS_LOCKD_CONFIG", containerConfig)
+		def(settings.ConfigFile.Env, containerConfig)
 	}
-	def("NACOS_LOCKD_PORT", getenv("NACOS_SERVER_PORT"))
-	def("NACOS_LOCKD_IP", getenv("NACOS_SERVER_IP"))
+	def(settings.MainPort.Env, getenv("NACOS_SERVER_PORT"))
+	def(settings.IPAddress.Env, getenv("NACOS_SERVER_IP"))
 	for env, prop := range containerEnvProps {
 		if v := getenv(env); v != "" {
 			s.overlay[prop] = v
@@ -120,7 +121,7 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	}
 	var members []compat.Member
 	switch {
-	case get("NACOS_LOCKD_CLUSTER_CONF") != "":
+	case get(settings.ClusterConf.Env) != "":
 		return s, nil // given outright; the server reads and checks it
 	case len(servers) > 0:
 		var b bytes.Buffer
@@ -133,20 +134,20 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 			return s, fmt.Errorf("NACOS_SERVERS=%q: %w", getenv("NACOS_SERVERS"), err)
 		}
 		s.clusterConf = b.Bytes()
-		s.env["NACOS_LOCKD_CLUSTER_CONF"] = filepath.Join(get("NACOS_LOCKD_DATA_DIR"), fromEnvClusterConf)
+		s.env[settings.ClusterConf.Env] = filepath.Join(get(settings.DataDir.Env), fromEnvClusterConf)
 	case hasFile(readFile, containerClusterConf):
 		b, _ := readFile(containerClusterConf)
 		var err error
 		if members, err = compat.ParseClusterConf(bytes.NewReader(b)); err != nil {
 			return s, fmt.Errorf("%s: %w", containerClusterConf, err)
 		}
-		s.env["NACOS_LOCKD_CLUSTER_CONF"] = containerClusterConf
+		s.env[settings.ClusterConf.Env] = containerClusterConf
 	case mode == "cluster":
 		return s, fmt.Errorf("MODE=cluster needs NACOS_SERVERS (ip:port ...) or a cluster.conf mounted at %s", containerClusterConf)
 	default:
 		return s, nil // neither MODE nor members: a single node
 	}
-	if get("NACOS_LOCKD_IP") != "" || slices.ContainsFunc(members, compat.Member.IsName) {
+	if get(settings.IPAddress.Env) != "" || slices.ContainsFunc(members, compat.Member.IsName) {
 		// Members by name: the server finds itself by the host name
 		// (a StatefulSet pod's) or by what the names resolve to (findSelf).
 		return s, nil
@@ -156,7 +157,7 @@ func containerSettings(getenv func(string) string, readFile func(string) ([]byte
 	ips := localIPs()
 	for _, m := range members {
 		if slices.Contains(ips, m.Host) {
-			s.env["NACOS_LOCKD_IP"] = m.Host
+			s.env[settings.IPAddress.Env] = m.Host
 			return s, nil
 		}
 		listed = append(listed, m.Host)
@@ -180,7 +181,7 @@ func runContainer(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return s.env[k]
 	}
 	if s.clusterConf != nil {
-		path := getenv("NACOS_LOCKD_CLUSTER_CONF")
+		path := getenv(settings.ClusterConf.Env)
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return fmt.Errorf("write NACOS_SERVERS as a cluster.conf: %w", err)
 		}

@@ -33,6 +33,7 @@ import (
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth"
+	"nacos-lockd/settings"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -95,7 +96,6 @@ func newLogger(cfg config, w io.Writer) zerolog.Logger {
 
 func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer) error {
 	self := cfg.self
-	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	if err := checkPorts(cfg); err != nil {
 		return err
 	}
@@ -169,43 +169,26 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	peers := newPeerDirectory(cfg.members, httpTLS != nil, cfg.identity)
-	gw, err := gateway.New(gateway.Config{
-		ListenAddr:          net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
-		MainPort:            self.Port,
-		NodeID:              nodeID,
-		DefaultLease:        ms(cfg.lock.DefaultLeaseMs),
-		MaxLease:            ms(cfg.lock.MaxLeaseMs),
-		MaxWait:             ms(cfg.lock.MaxWaitMs),
-		ScanInterval:        ms(cfg.lock.ScanIntervalMs),
-		DisconnectGrace:     ms(cfg.lock.DisconnectGraceMs),
-		RequestTimeout:      ms(cfg.lock.RequestTimeoutMs),
-		MaxKeyLength:        cfg.lock.MaxKeyLength,
-		MaxOwnerLength:      cfg.lock.MaxOwnerLength,
-		MaxParamsBytes:      cfg.lock.MaxParamsBytes,
-		MaxLocks:            uint64(cfg.lock.MaxLocks),
-		MaxWaitersPerLock:   uint32(cfg.lock.MaxWaitersPerLock),
-		MaxConnections:      cfg.lock.MaxConnections,
-		MaxConnectionsPerIP: cfg.lock.MaxConnsPerIP,
-		RequestsPerSecond:   float64(cfg.lock.MaxRequestsPerSec),
-		TLS:                 grpcTLS,
-		NodeGrace:           ms(cfg.lock.NodeGraceMs),
-		PeerAlive:           peers.alive, // reads peers.node, set before Serve
-		Metrics:             reg,
-		Auth:                authn,
-		Now:                 hooks.clock(), // nil: the wall clock
-	}, log)
+	gwCfg := gateway.Config{
+		ListenAddr: net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
+		MainPort:   self.Port,
+		NodeID:     nodeID,
+		TLS:        grpcTLS,
+		PeerAlive:  peers.alive, // reads peers.node, set before Serve
+		Metrics:    reg,
+		Auth:       authn,
+		Now:        hooks.clock(), // nil: the wall clock
+	}
+	// The lock settings, field by field as their tags bind them
+	// (milliseconds to durations).
+	settings.Copy(&gwCfg, &cfg.lock)
+	gw, err := gateway.New(gwCfg, log)
 	if err != nil {
 		return err
 	}
 	// Raft timing: a tick of 1 ms (5 ms for long timeouts, to keep idle
-	// CPU low), an election timeout of 10 ms alone and 300 ms in a cluster.
-	election := cfg.lock.ElectionTimeoutMs
-	if election == 0 {
-		election = 10
-		if cfg.cluster {
-			election = 300
-		}
-	}
+	// CPU low), and the election timeout set or the mode's default.
+	election := settings.ElectionTimeoutMs(cfg.lock.ElectionTimeoutMs, cfg.cluster)
 	rtt := uint64(1)
 	if election > 50 {
 		rtt = 5

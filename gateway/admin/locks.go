@@ -86,8 +86,8 @@ type Waiter struct {
 }
 
 const (
-	maxListLimit     = 1000
-	defaultListLimit = 100
+	maxListLimit     = lockview.MaxListLimit
+	defaultListLimit = lockview.DefaultListLimit
 	// forceReleaseSuffix ends a force-release path: a {key...} wildcard
 	// must be the last segment of a pattern, so the route is the key's and
 	// the suffix is cut off here.

@@ -31,6 +31,15 @@ type Query struct {
 	Limit     int // at most this many locks; the reader may lower it
 }
 
+// Page sizes of a listing, for every reader and the admin API alike.
+const (
+	// MaxListLimit caps one page: the statemachine holds the table's read
+	// lock while it builds the page, and apply waits for it.
+	MaxListLimit = 1000
+	// DefaultListLimit is the page size when a query names none.
+	DefaultListLimit = 100
+)
+
 // Page is one page of a listing.
 type Page struct {
 	Locks []Lock
