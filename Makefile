@@ -186,8 +186,9 @@ clean: ## remove build output, ./dist too (not ./data)
 # with helm (make k8s-render) and committed beside it, each stamped with the hash of the chart
 # files it came from. CI (k8s-test, own Go module: k8s.io/api stays out of go.mod) decodes every
 # object of them strictly into the Kubernetes API types, checks that they fit together and the
-# server, and fails when the chart changed after they were rendered. helm itself is not in CI:
-# built from source it costs about 5.5 minutes cold on 2 cores (README, Running in production).
+# server, and fails when the chart changed after they were rendered. It also runs helm's lint and
+# template as a library (helm_test.go): the rendered chart must equal the committed manifests.
+# The helm command is not built in CI: from source it costs about 5.5 minutes cold on 2 cores.
 HELM_VERSION ?= v3.22.0
 HELM         ?= $(BIN)/helm
 KUBE_VERSION ?= 1.32.0
