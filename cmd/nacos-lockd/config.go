@@ -30,7 +30,7 @@ type config struct {
 	tls         compat.TLSSettings
 	identity    [2]string // nacos.core.auth.server.identity.key/value: lets nodes join a cluster with auth on
 	importNacos string    // a Nacos lock snapshot to import into an empty data dir first
-	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go)
+	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go, -tags testhooks)
 	// coalesceWindow is statemachine.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
@@ -59,6 +59,8 @@ func (c config) bootstrapReplicaID() uint64 {
 var (
 	errHelp    = errors.New("help requested")
 	errVersion = errors.New("version requested")
+	// errNoTestHooks: --test-hooks given to a release build.
+	errNoTestHooks = errors.New("--test-hooks: built without test hooks (they are for the chaos suite: go build -tags testhooks)")
 )
 
 // envNames maps flags to the environment variables that may set them.
@@ -99,6 +101,9 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
+			if f.Name == "test-hooks" && !testHooksBuilt {
+				return // not for users: a release build only refuses it
+			}
 			env := ""
 			if e, ok := envNames[f.Name]; ok {
 				env = " [" + e + "]"
@@ -117,6 +122,9 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	}
 	if fs.NArg() > 0 {
 		return config{}, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	if *testHooks != "" && !testHooksBuilt {
+		return config{}, errNoTestHooks
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })

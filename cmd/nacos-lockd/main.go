@@ -146,13 +146,13 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		}
 	}()
 
+	// nil without --test-hooks, and always in a release build (no hooks
+	// compiled in: testhooks.go needs -tags testhooks).
 	hooks, err := startTestHooks(cfg.testHooks, log)
 	if err != nil {
 		return err
 	}
 	defer hooks.stop()
-	storage.SetTestFailpoint(hooks.storageFailpoint())
-	defer storage.SetTestFailpoint(nil)
 
 	authn, err := newAuthenticator(cfg, log)
 	if err != nil {
@@ -192,11 +192,11 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		PeerAlive:           peers.alive, // reads peers.node, set before Serve
 		Metrics:             reg,
 		Auth:                authn,
-		Now:                 hooks.clock(), // nil: the wall clock
 	}, log)
 	if err != nil {
 		return err
 	}
+	hooks.attachGateway(gw) // before the state machine can call gw.Notify
 	// Raft timing: a tick of 1 ms (5 ms for long timeouts, to keep idle
 	// CPU low), an election timeout of 10 ms alone and 300 ms in a cluster.
 	election := cfg.lock.ElectionTimeoutMs
