@@ -81,7 +81,7 @@ release-check: ## the release binary for this machine prints its stamped version
 run: build ## one node: make run [PORT=8848] [DATA_DIR=./data] [CONFIG=application.properties]; SDK gRPC PORT+1000, Raft PORT-1000
 	./$(BIN)/nacos-lockd --port $(PORT) --data-dir $(DATA_DIR) $(if $(strip $(CONFIG)),--config $(CONFIG))
 
-test: vet fmt-check test-go systemd-check k8s-test fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
+test: vet fmt-check test-go systemd-check k8s-test image-test fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
 
 vet: ## go vet, of the release build and of the build with the test hooks
 	$(GO) vet ./...
