@@ -28,7 +28,7 @@ func TestForceRelease(t *testing.T) {
 			len(l.Waiters) != 1 || l.Waiters[0].Owner != "c" {
 			t.Fatalf("after force release: %+v", l)
 		}
-		if n := tb.takeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
+		if n := tb.TakeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
 			t.Fatalf("notifications: %+v", n)
 		}
 		// The old holder has lost it: its release and renew are refused.
@@ -196,7 +196,7 @@ func TestOldRecordsInStoreAndSnapshots(t *testing.T) {
 	src := replay(NewTable(), goldenCommands())
 	db := storagetest.OpenInMemory(t)
 	err := db.Replace(func(put func(k, v []byte) error) error {
-		if err := src.storedPairs(func(k, v []byte) error {
+		if err := src.StoredPairs(func(k, v []byte) error {
 			if k[0] == lockPrefix {
 				l, err := decodeRecord(v, nil)
 				if err != nil {

@@ -17,23 +17,23 @@ import (
 
 func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 	cmds := [][]byte{renew(N, "a", "o", "c", 1, 10).Encode(), expire(N, "b", 3, 2).Encode()}
-	v, got, err := decodeBatch(encodeBatch(commandBatchVersion, cmds))
-	if err != nil || v != commandBatchVersion || len(got) != 2 || !bytes.Equal(got[0], cmds[0]) || !bytes.Equal(got[1], cmds[1]) {
+	v, got, err := decodeBatch(EncodeBatch(CommandBatchVersion, cmds))
+	if err != nil || v != CommandBatchVersion || len(got) != 2 || !bytes.Equal(got[0], cmds[0]) || !bytes.Equal(got[1], cmds[1]) {
 		t.Fatalf("round trip: version %d %q, %v", v, got, err)
 	}
-	good := encodeBatch(commandBatchVersion, cmds)
+	good := EncodeBatch(CommandBatchVersion, cmds)
 	tooMany := make([][]byte, MaxBatch+1)
 	for i := range tooMany {
 		tooMany[i] = cmds[0]
 	}
 	for name, frame := range map[string][]byte{
 		"empty":            {},
-		"version only":     {commandBatchVersion},
-		"no commands":      {commandBatchVersion, 0},
-		"too many":         encodeBatch(commandBatchVersion, tooMany),
+		"version only":     {CommandBatchVersion},
+		"no commands":      {CommandBatchVersion, 0},
+		"too many":         EncodeBatch(CommandBatchVersion, tooMany),
 		"truncated":        good[:len(good)-1],
 		"trailing":         append(bytes.Clone(good), 0),
-		"length past end":  {commandBatchVersion, 1, 50, 1},
+		"length past end":  {CommandBatchVersion, 1, 50, 1},
 		"single cmd bytes": cmds[0],
 	} {
 		if _, _, err := decodeBatch(frame); !errors.Is(err, errMalformed) {
@@ -58,7 +58,7 @@ func TestBatchFrameRoundTripAndRejects(t *testing.T) {
 // renewFrame frames commands the way the first coalescing build did
 // (version 3: renews and expiries only).
 func renewFrame(cmds [][]byte) []byte {
-	b := encodeBatch(commandBatchVersion, cmds)
+	b := EncodeBatch(CommandBatchVersion, cmds)
 	b[0] = renewBatchVersion
 	return b
 }
@@ -92,7 +92,7 @@ func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 
 	// Version 4 carries every command that touches one lock, still one per
 	// lock, and refuses those that touch many.
-	rs = tb.ApplyBatch(4, encodeBatch(commandBatchVersion, [][]byte{
+	rs = tb.ApplyBatch(4, EncodeBatch(CommandBatchVersion, [][]byte{
 		acq(N, "x", "o3", "c3", 300, 1000, 0).Encode(),
 		rel(N, "a", "o1", 300).Encode(),
 		acq(N, "a", "o4", "c4", 300, 1000, 0).Encode(), // a again: refused, so a is not granted twice under one token
@@ -118,14 +118,14 @@ func TestApplyBatchHandOffTokenIsEntryIndex(t *testing.T) {
 	tb.Apply(1, acq(N, "k", "a", "c1", 0, 100, 0))
 	tb.Apply(2, acq(N, "k", "b", "c2", 10, 5000, 60000))
 	tb.Apply(3, acq(N, "j", "c", "c3", 10, 5000, 0))
-	rs := tb.ApplyBatch(4, encodeBatch(commandBatchVersion, [][]byte{
+	rs := tb.ApplyBatch(4, EncodeBatch(CommandBatchVersion, [][]byte{
 		renew(N, "k", "a", "c1", 500, 100).Encode(), // a's lease ended at 100: b gets k, a is no longer the owner
 		renew(N, "j", "c", "c3", 500, 5000).Encode(),
 	}))
 	if len(rs) != 2 || rs[0].Code != CodeNotOwner || !rs[1].Success() {
 		t.Fatalf("results %+v", rs)
 	}
-	notes := tb.takeNotifications()
+	notes := tb.TakeNotifications()
 	if len(notes) != 1 || notes[0].Owner != "b" || notes[0].Token != tb.token(4) {
 		t.Fatalf("notifications %+v, want b granted with token %d", notes, tb.token(4))
 	}
@@ -143,13 +143,13 @@ func batched(cmds []Command, size int) [][]byte {
 		case 1:
 			entries = append(entries, run[0])
 		default:
-			entries = append(entries, encodeBatch(commandBatchVersion, run))
+			entries = append(entries, EncodeBatch(CommandBatchVersion, run))
 		}
 		run, ids = nil, nil
 	}
 	for _, c := range cmds {
 		id := lockID{c.Kind, c.Key}
-		if !groupable(c.Op) {
+		if !Groupable(c.Op) {
 			flush()
 			entries = append(entries, c.Encode())
 			continue
@@ -182,7 +182,7 @@ func grouped(cmds []Command, size int) [][]byte {
 
 // applyEntry applies an entry the way the replica's Update does.
 func applyEntry(tb *Table, index uint64, e []byte) []Result {
-	if isBatch(e) {
+	if IsBatch(e) {
 		return tb.ApplyBatch(index, e)
 	}
 	return []Result{tb.ApplyEncoded(index, e)}
@@ -193,7 +193,7 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 		// Every kind of command; odd seeds leave out those that go alone.
 		var cmds []Command
 		for _, c := range randomCommands(seed, 6000) {
-			if groupable(c.Op) || seed%2 == 0 {
+			if Groupable(c.Op) || seed%2 == 0 {
 				cmds = append(cmds, c)
 			}
 		}
@@ -212,7 +212,7 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 				t.Fatalf("seed %d entry %d: results differ", seed, idx)
 			}
 			for _, r := range ra {
-				if isBatch(e) && r.Code == CodeMalformed {
+				if IsBatch(e) && r.Code == CodeMalformed {
 					t.Fatalf("seed %d entry %d: a well-formed batch had a refused command", seed, idx)
 				}
 			}
@@ -223,12 +223,12 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 			// grant is never held, so it is not a second holder.)
 			grantedBy := map[lockID]int{}
 			var rc []Result
-			if isBatch(e) {
+			if IsBatch(e) {
 				_, encs, _ := decodeBatch(e)
 				for k, enc := range encs {
 					cmd, _ := DecodeCommand(enc)
 					rc = append(rc, c.Apply(idx, cmd))
-					for _, n := range c.takeNotifications() {
+					for _, n := range c.TakeNotifications() {
 						id := lockID{n.Kind, n.Key}
 						if prev, ok := grantedBy[id]; ok && prev != k {
 							t.Fatalf("seed %d entry %d: %v granted by commands %d and %d of one entry", seed, idx, id, prev, k)
@@ -238,17 +238,17 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 				}
 			} else {
 				rc = applyEntry(c, idx, e)
-				c.takeNotifications()
+				c.TakeNotifications()
 			}
 			if fmt.Sprint(rc) != fmt.Sprint(ra) || !bytes.Equal(c.StateBytes(), a.StateBytes()) {
 				t.Fatalf("seed %d entry %d: a batch applied differently from its commands one by one", seed, idx)
 			}
-			for _, n := range a.takeNotifications() {
+			for _, n := range a.TakeNotifications() {
 				if n.Token != a.token(idx) {
 					t.Fatalf("seed %d entry %d: grant token %d, want the entry's %d", seed, idx, n.Token, a.token(idx))
 				}
 			}
-			b.takeNotifications()
+			b.TakeNotifications()
 			checkInvariants(t, a)
 			for id, l := range a.locks {
 				if l.held() {
@@ -560,7 +560,7 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 		if _, err := n.nh.SyncRead(ctx, n.cfg.ShardID, StatsQuery{}); err != nil {
 			t.Fatal(err)
 		}
-		v, err := n.nh.StaleRead(n.cfg.ShardID, stateQuery{})
+		v, err := n.nh.StaleRead(n.cfg.ShardID, StateQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}

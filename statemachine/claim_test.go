@@ -60,7 +60,7 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 			if cb.Op != OpClaim && ra != rb {
 				t.Fatalf("seed %d entry %d (%s): results %+v and %+v", seed, idx, ca.Op, ra, rb)
 			}
-			if fmt.Sprint(a.takeNotifications()) != fmt.Sprint(b.takeNotifications()) {
+			if fmt.Sprint(a.TakeNotifications()) != fmt.Sprint(b.TakeNotifications()) {
 				t.Fatalf("seed %d entry %d: notifications differ", seed, idx)
 			}
 			if !bytes.Equal(a.StateBytes(), b.StateBytes()) {
@@ -138,10 +138,10 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 			idx := uint64(i + 1)
 			ra := applyEntry(a, idx, e)
 			var encs [][]byte
-			if isBatch(e) {
+			if IsBatch(e) {
 				var v byte
 				v, encs, _ = decodeBatch(e)
-				if v == sharedLockBatchVersion {
+				if v == SharedLockBatchVersion {
 					pairs++
 				}
 			} else {
@@ -152,7 +152,7 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 				cmd, _ := DecodeCommand(enc)
 				r := one.Apply(idx, cmd)
 				rs = append(rs, r)
-				if isBatch(e) && ra[k].Code == CodeMalformed {
+				if IsBatch(e) && ra[k].Code == CodeMalformed {
 					t.Fatalf("seed %d entry %d: a well-formed batch refused %s", seed, idx, cmd.Op)
 				}
 				if r.Success() && (cmd.Op == OpClaim || cmd.Op == OpRenew || (cmd.Op == OpAcquire && r.WaitPosition < 0)) {
@@ -162,8 +162,8 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 			if fmt.Sprint(rs) != fmt.Sprint(ra) || !bytes.Equal(one.StateBytes(), a.StateBytes()) {
 				t.Fatalf("seed %d entry %d: a batch applied differently from its commands one by one", seed, idx)
 			}
-			a.takeNotifications()
-			one.takeNotifications()
+			a.TakeNotifications()
+			one.TakeNotifications()
 			checkInvariants(t, a)
 			for id, l := range a.locks {
 				if l.held() {

@@ -190,7 +190,7 @@ func (g *groupCommit) canWait() bool {
 // hint for when to propose, never a rule of the table (a stale read only
 // makes a command wait out the window or not).
 func (n *Node) inHandOff(cmd Command) bool {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, handOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
+	v, err := n.nh.StaleRead(n.cfg.ShardID, HandOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
 	return err == nil && v.(bool)
 }
 
@@ -340,7 +340,7 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 			p.out <- outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)}
 			continue
 		}
-		if !groupable(p.cmd.Op) {
+		if !Groupable(p.cmd.Op) {
 			if len(batch) == 0 && len(acquires) == 0 && len(rest) == 0 {
 				batch = append(batch, p)
 				i++
@@ -350,7 +350,7 @@ func (g *groupCommit) take(now time.Time) []*pendingCmd {
 		if len(batch)+len(acquires) == MaxBatch {
 			break
 		}
-		if len(batch) > 0 && !groupable(batch[0].cmd.Op) {
+		if len(batch) > 0 && !Groupable(batch[0].cmd.Op) {
 			break
 		}
 		if hasLock(rest, p.cmd) {
@@ -396,10 +396,10 @@ func sameCaller(a, b Command) bool {
 func batchVersion(batch []*pendingCmd) byte {
 	for i, p := range batch {
 		if hasLock(batch[i+1:], p.cmd) {
-			return sharedLockBatchVersion
+			return SharedLockBatchVersion
 		}
 	}
-	return commandBatchVersion
+	return CommandBatchVersion
 }
 
 func hasLock(batch []*pendingCmd, cmd Command) bool { return lockCmd(batch, cmd) != nil }
@@ -421,7 +421,7 @@ func entryFor(batch []*pendingCmd) []byte {
 	for i, p := range batch {
 		cmds[i] = p.cmd.Encode()
 	}
-	return encodeBatch(batchVersion(batch), cmds)
+	return EncodeBatch(batchVersion(batch), cmds)
 }
 
 // await waits for one entry, hands every caller its result, and proposes
@@ -478,7 +478,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 	data := r.GetResult().Data
 	if len(s.batch) == 1 {
 		p := s.batch[0]
-		res, err := decodeResult(data)
+		res, err := DecodeResult(data)
 		if err != nil {
 			err = fmt.Errorf("decode %s result: %w", p.cmd.Op, err)
 		} else {
@@ -487,7 +487,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 		p.out <- outcome{res, err}
 		return
 	}
-	rs, err := decodeResults(data)
+	rs, err := DecodeResults(data)
 	if err == nil && len(rs) != len(s.batch) {
 		err = fmt.Errorf("%d results for %d commands", len(rs), len(s.batch))
 	}

@@ -90,7 +90,7 @@ func TestDiskSMResults(t *testing.T) {
 	out = append(out, update(t, s, []sm.Entry{{Index: 3, Cmd: []byte("garbage")}})...)
 	want := []Result{ok(1, 1), queued(0), refused(CodeMalformed)}
 	for i, e := range out {
-		got, err := decodeResult(e.Result.Data)
+		got, err := DecodeResult(e.Result.Data)
 		if err != nil || got != want[i] || e.Result.Value != uint64(want[i].Code) {
 			t.Fatalf("entry %d: %+v (%v), want %+v", i+1, got, err, want[i])
 		}

@@ -114,7 +114,7 @@ func TestInstallFresh(t *testing.T) {
 func streamOf(t *testing.T, tb *Table) []byte {
 	t.Helper()
 	db := storagetest.OpenInMemory(t)
-	if err := db.Replace(tb.storedPairs); err != nil {
+	if err := db.Replace(tb.StoredPairs); err != nil {
 		t.Fatal(err)
 	}
 	view := db.View()
@@ -138,7 +138,7 @@ func TestSnapshotStreamRoundTrip(t *testing.T) {
 	}
 	// replaceStore installs it whole: nothing of the old content survives.
 	db := storagetest.OpenInMemory(t)
-	if err := db.Replace(replay(NewTable(), []Command{acq(N, "stale", "ghost", "c", 1, 1<<40, 0)}).storedPairs); err != nil {
+	if err := db.Replace(replay(NewTable(), []Command{acq(N, "stale", "ghost", "c", 1, 1<<40, 0)}).StoredPairs); err != nil {
 		t.Fatal(err)
 	}
 	if err := replaceStore(db, got); err != nil {

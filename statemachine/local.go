@@ -3,6 +3,9 @@ package statemachine
 import (
 	"context"
 	"sync"
+	"time"
+
+	"nacos-lockd/statemachine/lockview"
 )
 
 // Local applies commands straight to an in-memory table, without Raft or
@@ -27,8 +30,8 @@ func (l *Local) Propose(ctx context.Context, cmd Command) (Result, error) {
 	l.mu.Lock()
 	l.index++
 	res := l.t.Apply(l.index, cmd)
-	l.t.takeDirty()
-	notes := l.t.takeNotifications()
+	l.t.DiscardChanges()
+	notes := l.t.TakeNotifications()
 	l.mu.Unlock()
 	if len(notes) > 0 && l.notify != nil {
 		l.notify(notes)
@@ -87,4 +90,44 @@ func (l *Local) Conns(node string) ([]string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Conns(node), nil
+}
+
+// ListLocks reads one page of held locks (a local table is always
+// current: stale changes nothing).
+func (l *Local) ListLocks(ctx context.Context, q lockview.Query, _ bool) (lockview.Page, error) {
+	lq, err := ListQueryFor(q)
+	if err != nil {
+		return lockview.Page{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return lockview.Page{}, err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return PageView(l.t.List(lq)), nil
+}
+
+// GetLock reads one lock; lockview.ErrNotFound when it is free.
+func (l *Local) GetLock(ctx context.Context, lockType, key string, _ bool) (lockview.Lock, error) {
+	kind, err := ParseLockType(lockType)
+	if err != nil {
+		return lockview.Lock{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return lockview.Lock{}, err
+	}
+	return FoundLock(l.Lock(kind, key))
+}
+
+// ForceRelease applies FORCE_RELEASE (see Node.ForceRelease).
+func (l *Local) ForceRelease(ctx context.Context, lockType, key string, token uint64) error {
+	cmd, err := ForceReleaseCommand(lockType, key, token, time.Now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	res, err := l.Propose(ctx, cmd)
+	if err != nil {
+		return err
+	}
+	return ForceReleaseError(res)
 }

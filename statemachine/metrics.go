@@ -105,7 +105,3 @@ func (m *nodeMetrics) snapshot(size int64, d time.Duration) {
 	m.snapshotBytes.Set(float64(size))
 	m.snapshotTime.Observe(d.Seconds())
 }
-
-// NacosMonitorHelp is the help text of Nacos's nacos_monitor series; every
-// registration of the name must use the same text.
-const NacosMonitorHelp = "Nacos lock module series: request counters (success = granted, released or renewed) and aliveLockCount (held locks)."

@@ -251,7 +251,7 @@ func (n *Node) proposeOne(ctx context.Context, cmd Command, start time.Time) (Re
 		return Result{}, fmt.Errorf("propose %s: %w", cmd.Op, err)
 	}
 	n.m.proposed(cmd.Op, time.Since(start))
-	r, err := decodeResult(data)
+	r, err := DecodeResult(data)
 	if err != nil {
 		return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
 	}
