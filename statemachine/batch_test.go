@@ -165,17 +165,20 @@ func batched(cmds []Command, size int) [][]byte {
 }
 
 // grouped turns a command stream into log entries with group commit's own
-// take: size commands arrive, one entry leaves, and what it left behind
-// waits for the next.
+// rule (TakeEntry, EncodeEntry): size commands arrive, one entry leaves,
+// and what it left behind waits for the next.
 func grouped(cmds []Command, size int) [][]byte {
-	g := &groupCommit{}
-	far := time.Now().Add(time.Hour)
+	self := func(c *Command) *Command { return c }
+	none := func(*Command) bool { return false }
+	var queue []*Command
 	var entries [][]byte
-	for i := 0; i < len(cmds) || len(g.queue) > 0; {
-		for ; len(g.queue) < size && i < len(cmds); i++ {
-			g.queue = append(g.queue, &pendingCmd{cmd: cmds[i], deadline: far, out: make(chan outcome, 1)})
+	for i := 0; i < len(cmds) || len(queue) > 0; {
+		for ; len(queue) < size && i < len(cmds); i++ {
+			queue = append(queue, &cmds[i])
 		}
-		entries = append(entries, entryFor(g.take(time.Now())))
+		var entry []*Command
+		entry, queue = TakeEntry(queue, self, none)
+		entries = append(entries, EncodeEntry(entry, self))
 	}
 	return entries
 }

@@ -198,7 +198,7 @@ func (n *Node) inHandOff(cmd Command) bool {
 // (mu held).
 func (g *groupCommit) claimQueued(cmd Command) bool {
 	for _, p := range g.queue {
-		if p.cmd.Op == OpClaim && sameLock(p.cmd, cmd) {
+		if p.cmd.Op == OpClaim && SameLock(p.cmd, cmd) {
 			return true
 		}
 	}
@@ -278,7 +278,7 @@ func (g *groupCommit) slotFree() bool {
 // cmd's lock (mu held).
 func (g *groupCommit) inFlightHas(cmd Command) bool {
 	for _, s := range g.flying {
-		if hasLock(s.batch, cmd) {
+		if carries(s.batch, cmd) {
 			return true
 		}
 	}
@@ -318,91 +318,31 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 }
 
 // take removes the next entry's commands from the front of the queue (mu
-// held): everything in order up to MaxBatch, except that
-//   - a command that touches more than one lock (CLEANUP_CONNECTION,
-//     FORCE_RELEASE) goes alone;
-//   - each lock gets at most one ACQUIRE, placed after the lock's other
-//     commands (frame version 5, see batch.go): a second ACQUIRE for the
-//     lock, or a command from the same owner or connection as that
-//     ACQUIRE, waits for the next entry, and so does everything after it
-//     for that lock.
-//
-// Moving an ACQUIRE behind later commands of other clients is a
-// serialisation they cannot tell apart: none of them has been answered.
-// It never returns an empty batch while the queue holds a command whose
-// deadline is ahead.
+// held), by statemachine's grouping rule (TakeEntry). Commands whose
+// deadline passed while queued were never proposed: they fail here.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
-	var batch, acquires, rest []*pendingCmd
-	i := 0
-	for ; i < len(g.queue); i++ {
-		p := g.queue[i]
+	entry, rest := TakeEntry(g.queue, pendingCommand, func(p *pendingCmd) bool {
 		if now.After(p.deadline) {
 			p.out <- outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)}
-			continue
+			return true
 		}
-		if !Groupable(p.cmd.Op) {
-			if len(batch) == 0 && len(acquires) == 0 && len(rest) == 0 {
-				batch = append(batch, p)
-				i++
-			}
-			break
-		}
-		if len(batch)+len(acquires) == MaxBatch {
-			break
-		}
-		if len(batch) > 0 && !Groupable(batch[0].cmd.Op) {
-			break
-		}
-		if hasLock(rest, p.cmd) {
-			rest = append(rest, p)
-			continue
-		}
-		if a := lockCmd(acquires, p.cmd); a != nil {
-			if p.cmd.Op == OpAcquire || sameCaller(a.cmd, p.cmd) {
-				rest = append(rest, p)
-				continue
-			}
-		}
-		if p.cmd.Op == OpAcquire {
-			acquires = append(acquires, p)
-		} else {
-			batch = append(batch, p)
+		return false
+	})
+	g.queue = rest
+	return entry
+}
+
+func pendingCommand(p *pendingCmd) *Command { return &p.cmd }
+
+// carries reports whether batch holds a command for cmd's lock.
+func carries(batch []*pendingCmd, cmd Command) bool {
+	for _, p := range batch {
+		if SameLock(p.cmd, cmd) {
+			return true
 		}
 	}
-	g.queue = append(rest, g.queue[i:]...)
-	return append(batch, acquires...)
+	return false
 }
-
-// lockCmd returns the first command in cmds for cmd's lock, if any.
-func lockCmd(cmds []*pendingCmd, cmd Command) *pendingCmd {
-	for _, p := range cmds {
-		if sameLock(p.cmd, cmd) {
-			return p
-		}
-	}
-	return nil
-}
-
-func sameLock(a, b Command) bool { return a.Kind == b.Kind && a.Key == b.Key }
-
-// sameCaller reports whether two commands may come from one client, whose
-// own order must be kept.
-func sameCaller(a, b Command) bool {
-	return a.Owner == b.Owner || (a.ConnID != "" && a.ConnID == b.ConnID)
-}
-
-// batchVersion is the frame version a batch needs: 5 when a lock has more
-// than one command in it, else 4, which older builds read.
-func batchVersion(batch []*pendingCmd) byte {
-	for i, p := range batch {
-		if hasLock(batch[i+1:], p.cmd) {
-			return SharedLockBatchVersion
-		}
-	}
-	return CommandBatchVersion
-}
-
-func hasLock(batch []*pendingCmd, cmd Command) bool { return lockCmd(batch, cmd) != nil }
 
 // submit proposes batch as one entry. Its timeout is the latest of its
 // callers' deadlines: an earlier caller may give up, the others still
@@ -412,17 +352,8 @@ func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*drago
 	return g.n.nh.Propose(g.n.session, entryFor(batch), timeout)
 }
 
-// entryFor encodes batch as one log entry.
-func entryFor(batch []*pendingCmd) []byte {
-	if len(batch) == 1 { // the plain encoding: cheaper, and readable by every build
-		return batch[0].cmd.Encode()
-	}
-	cmds := make([][]byte, len(batch))
-	for i, p := range batch {
-		cmds[i] = p.cmd.Encode()
-	}
-	return EncodeBatch(batchVersion(batch), cmds)
-}
+// entryFor encodes batch as one log entry (EncodeEntry).
+func entryFor(batch []*pendingCmd) []byte { return EncodeEntry(batch, pendingCommand) }
 
 // await waits for one entry, hands every caller its result, and proposes
 // what queued meanwhile; that entry gets a goroutine of its own, so a
