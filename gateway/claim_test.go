@@ -14,13 +14,14 @@ import (
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
+	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
 // startNodeServer serves the gateway over a real one-replica Raft node
 // (window: RaftConfig.CoalesceWindow; negative turns batching off).
-func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *statemachine.Node) {
+func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *replica.Node) {
 	t.Helper()
 	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0"}, zerolog.Nop())
 	if err != nil {
@@ -37,7 +38,7 @@ func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *stat
 	}
 	raftAddr := raftLis.Addr().String()
 	raftLis.Close()
-	node, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr,
+	node, err := replica.Start(replica.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr,
 		CoalesceWindow: window}, db, srv.Notify, zerolog.Nop())
 	if err != nil {
 		db.Close()

@@ -27,7 +27,7 @@ import (
 type lockTable interface {
 	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
 	// Record queues cmd in order behind everything proposed before it and
-	// returns at once (statemachine.Node.Record); claims answered from a
+	// returns at once (replica.Node.Record); claims answered from a
 	// read are recorded with it.
 	Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error)
 	// LockLinearizable reads one lock after everything committed before

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"nacos-lockd/statemachine/lockview"
+
+	"nacos-lockd/statemachine"
 )
 
 // The admin API's reads and its force release (gateway/admin.Locks), on
@@ -16,7 +18,7 @@ import (
 
 // ListLocks reads one page of held locks.
 func (n *Node) ListLocks(ctx context.Context, q lockview.Query, stale bool) (lockview.Page, error) {
-	lq, err := ListQueryFor(q)
+	lq, err := statemachine.ListQueryFor(q)
 	if err != nil {
 		return lockview.Page{}, err
 	}
@@ -24,20 +26,20 @@ func (n *Node) ListLocks(ctx context.Context, q lockview.Query, stale bool) (loc
 	if err != nil {
 		return lockview.Page{}, fmt.Errorf("list locks: %w", err)
 	}
-	return PageView(v.(LockPage)), nil
+	return statemachine.PageView(v.(statemachine.LockPage)), nil
 }
 
 // GetLock reads one lock; lockview.ErrNotFound when it is free.
 func (n *Node) GetLock(ctx context.Context, lockType, key string, stale bool) (lockview.Lock, error) {
-	kind, err := ParseLockType(lockType)
+	kind, err := statemachine.ParseLockType(lockType)
 	if err != nil {
 		return lockview.Lock{}, err
 	}
-	v, err := n.read(ctx, LockQuery{Kind: kind, Key: key}, stale)
+	v, err := n.read(ctx, statemachine.LockQuery{Kind: kind, Key: key}, stale)
 	if err != nil {
 		return lockview.Lock{}, fmt.Errorf("read lock: %w", err)
 	}
-	return FoundLock(v.(LockInfo))
+	return statemachine.FoundLock(v.(statemachine.LockInfo))
 }
 
 // ForceRelease commits FORCE_RELEASE: the lock is released whoever holds
@@ -45,7 +47,7 @@ func (n *Node) GetLock(ctx context.Context, lockType, key string, stale bool) (l
 // grant (lockview.ErrChanged otherwise); lockview.ErrNotFound when the lock
 // is free.
 func (n *Node) ForceRelease(ctx context.Context, lockType, key string, token uint64) error {
-	cmd, err := ForceReleaseCommand(lockType, key, token, time.Now().UnixMilli())
+	cmd, err := statemachine.ForceReleaseCommand(lockType, key, token, time.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -53,7 +55,7 @@ func (n *Node) ForceRelease(ctx context.Context, lockType, key string, token uin
 	if err != nil {
 		return err
 	}
-	return ForceReleaseError(res)
+	return statemachine.ForceReleaseError(res)
 }
 
 // read answers q from the local replica, after a ReadIndex round unless

@@ -1,4 +1,4 @@
-package statemachine
+package replicatest
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"nacos-lockd/statemachine/lockview"
+
+	"nacos-lockd/statemachine"
 )
 
 // Local applies commands straight to an in-memory table, without Raft or
@@ -14,18 +16,20 @@ import (
 // and tools run the real lock rules without a Raft group.
 type Local struct {
 	mu     sync.Mutex
-	t      *Table
+	t      *statemachine.Table
 	index  uint64
-	notify Notifier
+	notify func([]statemachine.Notification)
 }
 
 // NewLocal returns an empty local table; notify may be nil.
-func NewLocal(notify Notifier) *Local { return &Local{t: NewTable(), notify: notify} }
+func NewLocal(notify func([]statemachine.Notification)) *Local {
+	return &Local{t: statemachine.NewTable(), notify: notify}
+}
 
 // Propose applies cmd as the next entry.
-func (l *Local) Propose(ctx context.Context, cmd Command) (Result, error) {
+func (l *Local) Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return Result{}, err
+		return statemachine.Result{}, err
 	}
 	l.mu.Lock()
 	l.index++
@@ -40,7 +44,7 @@ func (l *Local) Propose(ctx context.Context, cmd Command) (Result, error) {
 }
 
 // Record applies cmd at once: a local table has no queue to order.
-func (l *Local) Record(ctx context.Context, cmd Command) (<-chan error, error) {
+func (l *Local) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
 	_, err := l.Propose(ctx, cmd)
 	done := make(chan error, 1)
 	done <- err
@@ -48,7 +52,7 @@ func (l *Local) Record(ctx context.Context, cmd Command) (<-chan error, error) {
 }
 
 // LockLinearizable reads one lock; every read of a local table is current.
-func (l *Local) LockLinearizable(_ context.Context, kind Kind, key string) (LockInfo, error) {
+func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
 	return l.Lock(kind, key), nil
 }
 
@@ -56,21 +60,21 @@ func (l *Local) LockLinearizable(_ context.Context, kind Kind, key string) (Lock
 func (l *Local) IsLeader() bool { return true }
 
 // Expired lists leases that ended before nowMs.
-func (l *Local) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
+func (l *Local) Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Expired(nowMs, limit), nil
 }
 
 // Lock reports one lock's state.
-func (l *Local) Lock(kind Kind, key string) LockInfo {
+func (l *Local) Lock(kind statemachine.Kind, key string) statemachine.LockInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Lock(kind, key)
 }
 
 // Stats reports table-wide figures.
-func (l *Local) Stats() Stats {
+func (l *Local) Stats() statemachine.Stats {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Stats()
@@ -95,7 +99,7 @@ func (l *Local) Conns(node string) ([]string, error) {
 // ListLocks reads one page of held locks (a local table is always
 // current: stale changes nothing).
 func (l *Local) ListLocks(ctx context.Context, q lockview.Query, _ bool) (lockview.Page, error) {
-	lq, err := ListQueryFor(q)
+	lq, err := statemachine.ListQueryFor(q)
 	if err != nil {
 		return lockview.Page{}, err
 	}
@@ -104,24 +108,24 @@ func (l *Local) ListLocks(ctx context.Context, q lockview.Query, _ bool) (lockvi
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return PageView(l.t.List(lq)), nil
+	return statemachine.PageView(l.t.List(lq)), nil
 }
 
 // GetLock reads one lock; lockview.ErrNotFound when it is free.
 func (l *Local) GetLock(ctx context.Context, lockType, key string, _ bool) (lockview.Lock, error) {
-	kind, err := ParseLockType(lockType)
+	kind, err := statemachine.ParseLockType(lockType)
 	if err != nil {
 		return lockview.Lock{}, err
 	}
 	if err := ctx.Err(); err != nil {
 		return lockview.Lock{}, err
 	}
-	return FoundLock(l.Lock(kind, key))
+	return statemachine.FoundLock(l.Lock(kind, key))
 }
 
 // ForceRelease applies FORCE_RELEASE (see Node.ForceRelease).
 func (l *Local) ForceRelease(ctx context.Context, lockType, key string, token uint64) error {
-	cmd, err := ForceReleaseCommand(lockType, key, token, time.Now().UnixMilli())
+	cmd, err := statemachine.ForceReleaseCommand(lockType, key, token, time.Now().UnixMilli())
 	if err != nil {
 		return err
 	}
@@ -129,5 +133,5 @@ func (l *Local) ForceRelease(ctx context.Context, lockType, key string, token ui
 	if err != nil {
 		return err
 	}
-	return ForceReleaseError(res)
+	return statemachine.ForceReleaseError(res)
 }

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"
+
+	"nacos-lockd/statemachine"
 )
 
 // Archive limits for snapshots received from other replicas: far above any
@@ -22,7 +24,7 @@ const (
 // Notifier receives the grants to queued waiters made by each applied
 // batch, after the batch is durable. It runs on the apply goroutine, so it
 // must not block: hand the work off and return.
-type Notifier func([]Notification)
+type Notifier func([]statemachine.Notification)
 
 // diskSM adapts Table to dragonboat's on-disk state machine. The table is
 // kept in memory and written to badger, together with the last applied
@@ -39,7 +41,7 @@ type diskSM struct {
 	m      *nodeMetrics
 
 	mu    sync.RWMutex // Update and RecoverFromSnapshot write; Lookup reads
-	table *Table
+	table *statemachine.Table
 }
 
 // persistEvery bounds the locks waiting to be written (and so the size of
@@ -50,12 +52,12 @@ const persistEvery = 4096
 var _ sm.IOnDiskStateMachine = (*diskSM)(nil)
 
 func newDiskSM(db *storage.DB, notify Notifier, log zerolog.Logger) *diskSM {
-	return &diskSM{db: db, notify: notify, log: log, table: NewTable()}
+	return &diskSM{db: db, notify: notify, log: log, table: statemachine.NewTable()}
 }
 
 // Open loads the persisted table and reports the last applied index.
 func (s *diskSM) Open(<-chan struct{}) (uint64, error) {
-	t, err := LoadStore(s.db)
+	t, err := statemachine.LoadStore(s.db)
 	if err != nil {
 		return 0, fmt.Errorf("load lock table: %w", err)
 	}
@@ -76,13 +78,13 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.Lock()
 	t := s.table
 	for i := range entries {
-		if IsBatch(entries[i].Cmd) {
+		if statemachine.IsBatch(entries[i].Cmd) {
 			rs := t.ApplyBatch(entries[i].Index, entries[i].Cmd)
-			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: EncodeResults(rs)}
+			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: statemachine.EncodeResults(rs)}
 			continue
 		}
 		res := t.ApplyEncoded(entries[i].Index, entries[i].Cmd)
-		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: EncodeResult(res)}
+		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: statemachine.EncodeResult(res)}
 	}
 	var err error
 	if t.Changed() >= persistEvery {
@@ -103,7 +105,7 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 
 // persist writes the locks t changed since the last persist, with the
 // applied index (last: see storage.Batch.Commit) and clock.
-func persist(db *storage.DB, t *Table) error {
+func persist(db *storage.DB, t *statemachine.Table) error {
 	b := db.NewBatch()
 	defer b.Discard()
 	t.WriteChanges(b)
@@ -216,7 +218,7 @@ func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) e
 		}
 	}
 	return storage.WriteSnapshotStream(w, func(ew io.Writer) error {
-		return WriteStoredSnapshot(ew, view, stopped)
+		return statemachine.WriteStoredSnapshot(ew, view, stopped)
 	})
 }
 
@@ -224,11 +226,11 @@ func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) e
 // verifying the archive's checksum. A stream without a checksum record is
 // accepted only if its content is format 1, which predates the record:
 // every later writer adds it, so its absence means the stream was cut.
-func readSnapshotStream(r io.Reader) (*Table, error) {
-	var t *Table
+func readSnapshotStream(r io.Reader) (*statemachine.Table, error) {
+	var t *statemachine.Table
 	err := storage.ReadSnapshotStream(r, maxArchiveBytes, maxEntryBytes, func(er io.Reader, check storage.ArchiveCheck) error {
 		var err error
-		t, err = ReadSnapshotContent(er, check.Verified())
+		t, err = statemachine.ReadSnapshotContent(er, check.Verified())
 		return err
 	})
 	if err != nil {
@@ -239,7 +241,7 @@ func readSnapshotStream(r io.Reader) (*Table, error) {
 
 // replaceStore makes db hold exactly t (never a merge): diskSM's
 // RecoverFromSnapshot body after readSnapshotStream.
-func replaceStore(db *storage.DB, t *Table) error {
+func replaceStore(db *storage.DB, t *statemachine.Table) error {
 	if err := db.Replace(t.StoredPairs); err != nil {
 		return fmt.Errorf("install snapshot: %w", err)
 	}
