@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"nacos-lockd/connid"
+	"nacos-lockd/control"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
@@ -37,6 +38,12 @@ type lockTable interface {
 	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
 }
 
+// leaderTransferer is implemented by tables that can hand leadership to
+// another replica before this node shuts down.
+type leaderTransferer interface {
+	TransferLeadership(ctx context.Context) error
+}
+
 var errConnGone = errors.New("connection closed")
 
 // Server is the Nacos SDK gRPC endpoint.
@@ -49,6 +56,7 @@ type Server struct {
 	m     *metrics
 	reg   registry
 	table lockTable
+	ctl   *control.Loops // the leader's loops over table; set by Serve
 	now   func() time.Time
 
 	stopping atomic.Bool   // shutting down: closed connections are not cleaned up
@@ -102,15 +110,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	pb.RegisterRequestServer(gs, s)
 	pb.RegisterBiRequestStreamServer(gs, s)
 
-	s.bg.Add(2)
-	go func() {
-		defer s.bg.Done()
-		s.reap()
-	}()
-	go func() {
-		defer s.bg.Done()
-		s.monitorNodes()
-	}()
+	s.ctl = control.New(s.controlConfig(), table, s.log)
+	s.ctl.Start()
 
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(trackedListener{lis, s}) }()
@@ -120,6 +121,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	case err := <-served:
 		s.beginStop()
 		s.bg.Wait()
+		s.ctl.Wait()
 		return fmt.Errorf("serve grpc: %w", err)
 	case <-ctx.Done():
 	}
@@ -131,6 +133,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 func (s *Server) beginStop() {
 	if s.stopping.CompareAndSwap(false, true) {
 		close(s.stop)
+		if s.ctl != nil {
+			s.ctl.Stop()
+		}
 	}
 }
 
@@ -180,6 +185,7 @@ func (s *Server) shutdown(gs *grpc.Server) {
 		<-stopped
 	}
 	s.bg.Wait()
+	s.ctl.Wait()
 	s.log.Info().Msg("gateway stopped")
 }
 
@@ -459,7 +465,9 @@ func (s *Server) unregister(c *conn, why string) {
 		// leases end or their owners come back and release them.
 		return
 	}
-	s.scheduleCleanup(c.id)
+	if s.ctl != nil {
+		s.ctl.ScheduleCleanup(c.id)
+	}
 }
 
 // Notify delivers the grants made by an applied batch to the waiters this

@@ -1,4 +1,4 @@
-package gateway
+package control
 
 import (
 	"context"
@@ -7,16 +7,10 @@ import (
 	"nacos-lockd/statemachine"
 )
 
-// nodeTable is what the dead-node monitor needs beyond lockTable.
+// nodeTable is what the dead-node monitor needs beyond Table.
 type nodeTable interface {
 	Nodes() ([]string, error)
 	Conns(node string) ([]string, error)
-}
-
-// leaderTransferer is implemented by tables that can hand leadership to
-// another replica before this node shuts down.
-type leaderTransferer interface {
-	TransferLeadership(ctx context.Context) error
 }
 
 // monitorNodes runs on every node and acts on the leader only: connections
@@ -30,7 +24,7 @@ type leaderTransferer interface {
 // here, since clients never send a connection id; the leader treats them
 // as a node that is always down, so they are cleaned NodeGrace after it
 // first sees them, as a dead node's are.
-func (s *Server) monitorNodes() {
+func (s *Loops) monitorNodes() {
 	nt, ok := s.table.(nodeTable)
 	if !ok || s.cfg.PeerAlive == nil {
 		return
@@ -72,13 +66,13 @@ func (s *Server) monitorNodes() {
 	}
 }
 
-func (s *Server) peerAlive(node string) bool {
+func (s *Loops) peerAlive(node string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.NodeCheckInterval)
 	defer cancel()
 	return s.cfg.PeerAlive(ctx, node)
 }
 
-func (s *Server) cleanupNode(nt nodeTable, node string) {
+func (s *Loops) cleanupNode(nt nodeTable, node string) {
 	conns, err := nt.Conns(node)
 	if err != nil || len(conns) == 0 {
 		return
@@ -98,6 +92,6 @@ func (s *Server) cleanupNode(nt nodeTable, node string) {
 			s.log.Debug().Err(err).Str("conn_id", c).Msg("node cleanup not committed; next check retries")
 			return
 		}
-		s.m.cleanup("node_down")
+		s.cfg.Events.cleaned("node_down")
 	}
 }
