@@ -20,6 +20,11 @@ type Table interface {
 	// Expired lists leases that ended before nowMs (the local replica's
 	// view; EXPIRE re-checks in apply).
 	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
+	// Nodes lists the node ids whose connections the table references
+	// (connid.NodeOf; "" for connections no node of ours minted).
+	Nodes() ([]string, error)
+	// Conns lists one node's connections the table references.
+	Conns(node string) ([]string, error)
 }
 
 // Config configures the loops. Durations must be set (the gateway's

@@ -7,12 +7,6 @@ import (
 	"nacos-lockd/statemachine"
 )
 
-// nodeTable is what the dead-node monitor needs beyond Table.
-type nodeTable interface {
-	Nodes() ([]string, error)
-	Conns(node string) ([]string, error)
-}
-
 // monitorNodes runs on every node and acts on the leader only: connections
 // are node-local, so when a node dies or leaves, nobody is left to propose
 // cleanup for the connections it held. The leader does it once the node
@@ -25,8 +19,7 @@ type nodeTable interface {
 // as a node that is always down, so they are cleaned NodeGrace after it
 // first sees them, as a dead node's are.
 func (s *Loops) monitorNodes() {
-	nt, ok := s.table.(nodeTable)
-	if !ok || s.cfg.PeerAlive == nil {
+	if s.cfg.PeerAlive == nil {
 		return
 	}
 	down := map[string]time.Time{} // node -> first seen unreachable, this leadership term
@@ -35,7 +28,7 @@ func (s *Loops) monitorNodes() {
 			clear(down)
 			continue
 		}
-		nodes, err := nt.Nodes()
+		nodes, err := s.table.Nodes()
 		if err != nil {
 			continue
 		}
@@ -61,7 +54,7 @@ func (s *Loops) monitorNodes() {
 			if now.Sub(since) < s.cfg.NodeGrace {
 				continue
 			}
-			s.cleanupNode(nt, node)
+			s.cleanupNode(node)
 		}
 	}
 }
@@ -72,8 +65,8 @@ func (s *Loops) peerAlive(node string) bool {
 	return s.cfg.PeerAlive(ctx, node)
 }
 
-func (s *Loops) cleanupNode(nt nodeTable, node string) {
-	conns, err := nt.Conns(node)
+func (s *Loops) cleanupNode(node string) {
+	conns, err := s.table.Conns(node)
 	if err != nil || len(conns) == 0 {
 		return
 	}

@@ -21,8 +21,11 @@ import (
 	"nacos-lockd/replica/replicatest"
 )
 
-// What cmd/nacos-lockd passes to admin.New.
+// What cmd/nacos-lockd passes to admin.New and Serve; every table
+// implements all of Table.
 var (
+	_ Table             = (*replica.Node)(nil)
+	_ Table             = (*replicatest.Local)(nil)
 	_ admin.Locks       = (*replica.Node)(nil)
 	_ admin.Locks       = (*replicatest.Local)(nil)
 	_ admin.Connections = (*Server)(nil)

@@ -24,8 +24,10 @@ import (
 	"nacos-lockd/statemachine"
 )
 
-// lockTable is all the gateway asks of the replicated lock table.
-type lockTable interface {
+// Table is everything the gateway asks of the replicated lock table
+// (replica.Node; replicatest.Local in tests), including what it hands to
+// its control loops (control.Table).
+type Table interface {
 	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
 	// Record queues cmd in order behind everything proposed before it and
 	// returns at once (replica.Node.Record); claims answered from a
@@ -35,14 +37,16 @@ type lockTable interface {
 	// the call has been applied.
 	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error)
 	IsLeader() bool
+	// TransferLeadership hands leadership to another member before this
+	// node shuts down, if it leads and another exists (nil otherwise).
+	TransferLeadership(ctx context.Context) error
+	// Expired, Nodes and Conns are the control loops' reads.
 	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
+	Nodes() ([]string, error)
+	Conns(node string) ([]string, error)
 }
 
-// leaderTransferer is implemented by tables that can hand leadership to
-// another replica before this node shuts down.
-type leaderTransferer interface {
-	TransferLeadership(ctx context.Context) error
-}
+var _ control.Table = Table(nil)
 
 var errConnGone = errors.New("connection closed")
 
@@ -55,7 +59,7 @@ type Server struct {
 	log   zerolog.Logger
 	m     *metrics
 	reg   registry
-	table lockTable
+	table Table
 	ctl   *control.Loops // the leader's loops over table; set by Serve
 	now   func() time.Time
 
@@ -87,7 +91,7 @@ const streamWorkers = 256
 // every client is asked to reconnect elsewhere (ConnectResetRequest), the
 // streams are closed and in-flight calls drained. It returns nil after a
 // clean shutdown.
-func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) error {
+func (s *Server) Serve(ctx context.Context, lis net.Listener, table Table) error {
 	s.table = table
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
@@ -144,11 +148,11 @@ func (s *Server) beginStop() {
 func (s *Server) shutdown(gs *grpc.Server) {
 	s.beginStop()
 	deadline := time.Now().Add(s.cfg.ShutdownGrace)
-	if lt, ok := s.table.(leaderTransferer); ok && s.table.IsLeader() {
+	if s.table.IsLeader() {
 		// Hand leadership over before the clients move, so they land on a
 		// cluster that already has a leader.
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(s.cfg.ShutdownGrace/3))
-		if err := lt.TransferLeadership(ctx); err != nil {
+		if err := s.table.TransferLeadership(ctx); err != nil {
 			s.log.Warn().Err(err).Msg("leadership not transferred before shutdown")
 		} else {
 			s.log.Info().Msg("leadership transferred before shutdown")

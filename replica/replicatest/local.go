@@ -5,15 +5,16 @@ import (
 	"sync"
 	"time"
 
-	"nacos-lockd/statemachine/lockview"
-
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // Local applies commands straight to an in-memory table, without Raft or
-// storage, numbering entries itself. It has the same contract as Node for
-// the gateway (Propose, IsLeader, Expired, Nodes, Conns), so gateway tests
-// and tools run the real lock rules without a Raft group.
+// storage, numbering entries itself. It implements everything replica.Node
+// does for the gateway (gateway.Table, control.Table) and the admin API
+// (admin.Locks), so gateway tests run the real lock rules without a Raft
+// group; what a single in-memory table cannot do is a documented no-op
+// (TransferLeadership).
 type Local struct {
 	mu     sync.Mutex
 	t      *statemachine.Table
@@ -58,6 +59,10 @@ func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key 
 
 // IsLeader is always true: a local table is its own leader.
 func (l *Local) IsLeader() bool { return true }
+
+// TransferLeadership does nothing and returns nil: a local table has no
+// other replica to hand over to, as a Node alone has not.
+func (l *Local) TransferLeadership(context.Context) error { return nil }
 
 // Expired lists leases that ended before nowMs.
 func (l *Local) Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error) {
