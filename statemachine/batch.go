@@ -10,7 +10,7 @@ import (
 // A Raft entry costs CPU whatever it carries (proposal bookkeeping, log
 // encoding, the apply round, the result hand-back), so the node proposes
 // the commands that arrive while earlier entries are committing as one
-// entry (group commit, coalesce.go), and collects renews that come in quick
+// entry (group commit, replica/coalesce.go), and collects renews that come in quick
 // succession for a short window.
 //
 // Only commands that touch exactly one lock are grouped. A fencing token

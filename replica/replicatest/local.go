@@ -1,3 +1,6 @@
+// Package replicatest holds Local, an in-memory stand-in for replica.Node
+// that the gateway's tests run the real lock rules on, without Raft or
+// storage (and without importing either).
 package replicatest
 
 import (
