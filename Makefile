@@ -83,8 +83,9 @@ run: build ## one node: make run [PORT=8848] [DATA_DIR=./data] [CONFIG=applicati
 
 test: vet fmt-check test-go systemd-check k8s-test fuzz-smoke interop bench-smoke chaos-ci ## everything CI runs
 
-vet: ## go vet
+vet: ## go vet, of the release build and of the build with the test hooks
 	$(GO) vet ./...
+	$(GO) vet -tags testhooks ./...
 
 settings-readme: ## rewrite README.md's Configuration table from settings/table.go
 	$(GO) test ./settings -run '^TestREADME$$' -update
@@ -93,8 +94,11 @@ fmt-check: ## fail if gofmt would change a file
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
+# -tags testhooks: the test hooks' own tests (storage failpoint, --test-hooks file) need them
+# compiled in. The binaries the process and cluster tests start are release builds (interop/procs
+# builds them without the tag), and so are bin/ and dist/.
 test-go: ## Go unit, gateway, process and cluster tests, race detector on, never cached (-count=1)
-	$(GO) test -race -count=1 -timeout 20m ./...
+	$(GO) test -race -count=1 -timeout 20m -tags testhooks ./...
 
 # Every fuzz target, FUZZTIME each. The default is a count of inputs, not a duration: with a
 # duration, Go 1.26's fuzz coordinator can report a bare `context deadline exceeded` at the end
@@ -156,6 +160,8 @@ DURATION ?= 30m
 # Partitions need network namespaces (root, iproute2); CHAOS_CI_NET=auto falls back to loopback.
 CHAOS_CI_NET ?= netns
 
+# The chaos suite builds its own server binary with -tags testhooks (clock, disk and
+# leader-transfer faults); CHAOS_BINARY overrides it.
 chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), fails on any violation
 	CHAOS_REQUIRE_HOOKS=1 CHAOS_JAVA=require CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^(TestChaosCI|TestClockJumpLimits)$$' -v ./interop/chaos
 
@@ -186,8 +192,9 @@ clean: ## remove build output, ./dist too (not ./data)
 # with helm (make k8s-render) and committed beside it, each stamped with the hash of the chart
 # files it came from. CI (k8s-test, own Go module: k8s.io/api stays out of go.mod) decodes every
 # object of them strictly into the Kubernetes API types, checks that they fit together and the
-# server, and fails when the chart changed after they were rendered. helm itself is not in CI:
-# built from source it costs about 5.5 minutes cold on 2 cores (README, Running in production).
+# server, and fails when the chart changed after they were rendered. It also runs helm's lint and
+# template as a library (helm_test.go): the rendered chart must equal the committed manifests.
+# The helm command is not built in CI: from source it costs about 5.5 minutes cold on 2 cores.
 HELM_VERSION ?= v3.22.0
 HELM         ?= $(BIN)/helm
 KUBE_VERSION ?= 1.32.0

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+	"golang.org/x/crypto/bcrypt"
 
 	"nacos-lockd/gateway/auth"
 	"nacos-lockd/interop/client"
@@ -34,7 +35,7 @@ func (l *lockedBuffer) String() string {
 }
 
 func TestLockRequestsNeedATokenAndPermission(t *testing.T) {
-	store, err := auth.OpenStore(filepath.Join(t.TempDir(), "users.json"))
+	store, err := auth.OpenStore(filepath.Join(t.TempDir(), "users.json"), auth.WithPasswordCost(bcrypt.MinCost)) // keep -race runs quick; hashes are still bcrypt
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,13 @@ import (
 // (window: RaftConfig.CoalesceWindow; negative turns batching off).
 func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *replica.Node) {
 	t.Helper()
+	return startNodeServerOn(t, window, nil)
+}
+
+// startNodeServerOn is startNodeServer with the gateway serving wrap(node)
+// (nil: the node itself).
+func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node) {
+	t.Helper()
 	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0"}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +62,11 @@ func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *repl
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, lis, node) }()
+	var table Table = node
+	if wrap != nil {
+		table = wrap(node)
+	}
+	go func() { done <- srv.Serve(sctx, lis, table) }()
 	t.Cleanup(func() {
 		stop()
 		if err := <-done; err != nil {
@@ -127,6 +138,62 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
 		t.Fatalf("failed records: %v", got)
+	}
+}
+
+// clockAfterRead moves the table clock on right after each linearizable
+// read, as a command stamped later by another caller and committed between
+// the claim's read and its record would.
+type clockAfterRead struct {
+	*replica.Node
+	t *testing.T
+}
+
+func (c clockAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+	l, err := c.Node.LockLinearizable(ctx, kind, key)
+	if r, perr := c.Node.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli() + 5000,
+		Kind: statemachine.KindNonReentrant, Key: fmt.Sprint("elsewhere-", time.Now().UnixNano()), Owner: "x", ConnID: "x", LeaseMs: 1000}); perr != nil || !r.Success() {
+		c.t.Errorf("moving the clock: %+v %v", r, perr)
+	}
+	return l, err
+}
+
+// A claim answered from a read holds the lock for its lease from the read,
+// even when later commands move the table clock on before its record
+// applies: the client was told its lease at the answer.
+func TestClaimFromReadLeaseRunsFromTheRead(t *testing.T) {
+	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return clockAfterRead{n, t} })
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	claim := gen2("job", "REENTRANT", "w:7", 20000, 300000)
+	claim.WaiterRetry = true
+	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
+		t.Fatalf("claim: %+v", r.LockResult)
+	}
+	answered := time.Now().UnixMilli()
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 1 {
+		t.Fatalf("claims answered from a read: %v, want 1", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l, err := node.Lock(statemachine.KindReentrant, "job")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !l.Found {
+			t.Fatalf("the lock is gone: %+v", l)
+		}
+		if !l.Unclaimed {
+			if l.LeaseEnd > answered+20000 {
+				t.Fatalf("the claimed lease ends %d ms after the answer plus the lease: counted from the clock at the record", l.LeaseEnd-answered-20000)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim's record never applied")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -90,11 +90,6 @@ type Config struct {
 	// Auth, when set, requires a valid accessToken with write permission on
 	// the key for every lock request (nacos.core.auth.enabled).
 	Auth *auth.Authenticator
-
-	// Now is the clock stamped into commands and used by the reaper and
-	// the node monitor. nil means time.Now; only the chaos suite's test
-	// hooks set it, to inject clock offsets and jumps.
-	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {

@@ -118,8 +118,13 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 		l.LeaseEnd-cmd.NowMs < cmd.LeaseMs/2 {
 		return statemachine.Result{}, false
 	}
-	rec := statemachine.Command{Op: statemachine.OpClaim, NowMs: cmd.NowMs, Kind: cmd.Kind, Key: cmd.Key,
-		Owner: cmd.Owner, ConnID: cmd.ConnID, LeaseMs: cmd.LeaseMs, Token: token}
+	// The claim takes effect at the read, so its lease runs from there: the
+	// table clock the read saw (or this request's stamp, if later), which
+	// is what the claiming ACQUIRE would have counted from. The record
+	// applies after the answer, and later commands may move the clock on
+	// meanwhile.
+	rec := statemachine.Command{Op: statemachine.OpClaim, NowMs: max(cmd.NowMs, l.Clock), Kind: cmd.Kind, Key: cmd.Key,
+		Owner: cmd.Owner, ConnID: cmd.ConnID, LeaseMs: cmd.LeaseMs, Token: token, LeaseAtNow: true}
 	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
 	done, err := s.table.Record(rctx, rec)
 	if err != nil {

@@ -61,7 +61,7 @@ type Server struct {
 	reg   registry
 	table Table
 	ctl   *control.Loops // the leader's loops over table; set by Serve
-	now   func() time.Time
+	clock testClock      // time.Now, or the chaos suite's clock (testhooks builds)
 
 	stopping atomic.Bool   // shutting down: closed connections are not cleaned up
 	stop     chan struct{} // closed when shutdown begins
@@ -78,10 +78,13 @@ func New(cfg Config, log zerolog.Logger) (*Server, error) {
 		m:    newMetrics(cfg.Metrics),
 		log:  log.With().Str("component", "gateway").Logger(),
 		reg:  registry{conns: make(map[string]*conn), perIP: make(map[string]int)},
-		now:  clockOrNow(cfg.Now),
 		stop: make(chan struct{}),
 	}, nil
 }
+
+// now is the clock stamped into commands and read by the reaper and the
+// node monitor.
+func (s *Server) now() time.Time { return s.clock.now() }
 
 // streamWorkers is the number of goroutines kept to serve calls: enough
 // for one call in flight on each of a few hundred busy connections.

@@ -11,10 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
-	"golang.org/x/crypto/bcrypt"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"nacos-lockd/gateway/auth"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
@@ -23,7 +21,6 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	auth.PasswordCost = bcrypt.MinCost // keep -race runs quick; hashes are still bcrypt
 	goleak.VerifyTestMain(m)
 }
 

@@ -10,6 +10,45 @@ func claimCmd(kind Kind, key, owner, conn string, now, lease int64, token uint64
 	return Command{Op: OpClaim, NowMs: now, Kind: kind, Key: key, Owner: owner, ConnID: conn, LeaseMs: lease, Token: token}
 }
 
+// A claim answered from a read holds the lock for its lease from the read,
+// which the record names, however late the record applies: counted from
+// the clock at the record's apply (where other commands moved it on
+// meanwhile), the table kept the lock past the lease the client was told,
+// and the next waiter got it late (chaos seed 20261201: a queue position
+// one too far back). A CLAIM without LeaseAtNow, as older builds wrote it,
+// still counts from the clock when replayed.
+func TestClaimLeaseRunsFromTheRead(t *testing.T) {
+	for _, atNow := range []bool{true, false} {
+		tb := NewTable()
+		tb.Apply(1, acq(R, "k", "a", "c1", 100, 1000, 0))
+		tb.Apply(2, acq(R, "k", "b", "c2", 110, 2000, 60000)) // queued
+		tb.Apply(3, rel(R, "k", "a", 120))                    // b granted, unclaimed, token 3
+		read := tb.Lock(R, "k")
+		if !read.Unclaimed || read.Owner != "b" || read.Clock != 120 {
+			t.Fatalf("read: %+v", read)
+		}
+		tb.Apply(4, acq(R, "other", "x", "c3", 900, 1000, 0)) // the clock moves on before the record
+		rec := claimCmd(R, "k", "b", "c2", max(125, read.Clock), 1000, read.Token)
+		rec.LeaseAtNow = atNow
+		if r := tb.Apply(5, rec); !r.Success() || r.Count != 1 || r.Token != 3 {
+			t.Fatalf("claim: %+v", r)
+		}
+		want := int64(125 + 1000)
+		if !atNow {
+			want = 900 + 1000
+		}
+		if got := tb.Lock(R, "k").LeaseEnd; got != want {
+			t.Fatalf("LeaseAtNow %v: lease ends at %d, want %d", atNow, got, want)
+		}
+		// The next command after the lease (clock 1130) finds the lock over.
+		if atNow {
+			if r := tb.Apply(6, acq(R, "k", "z", "c9", want+5, 1000, 0)); !r.Success() {
+				t.Fatalf("acquire after the claimed lease ended: %+v", r)
+			}
+		}
+	}
+}
+
 func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
 	tb := run(t, []step{
 		{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
@@ -75,7 +114,10 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 						continue // the gateway's read would not answer it
 					}
 					acquire := Command{Op: OpAcquire, NowMs: c.NowMs, Kind: id.kind, Key: id.key, Owner: l.owner, ConnID: l.connID, LeaseMs: 700, Retry: true}
-					apply(acquire, claimCmd(id.kind, id.key, l.owner, l.connID, c.NowMs, 700, l.token))
+					// As the gateway writes it: from the clock its read saw.
+					rec := claimCmd(id.kind, id.key, l.owner, l.connID, max(a.clock, c.NowMs), 700, l.token)
+					rec.LeaseAtNow = true
+					apply(acquire, rec)
 					claims++
 				}
 			}

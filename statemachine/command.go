@@ -53,6 +53,13 @@ type Command struct {
 	// Retry is the client's waiterRetry flag. The table decides who is the
 	// queue head itself, so it is informational only.
 	Retry bool
+	// LeaseAtNow (CLAIM only) makes the lease run from NowMs instead of
+	// from the table clock when the command applies. A CLAIM records a
+	// claim already answered from a read, and NowMs is the table clock
+	// that read saw: counted from the record's own apply, which comes after
+	// the answer, the lease would outlast what the client was told. CLAIMs
+	// written before the flag existed keep the clock rule when replayed.
+	LeaseAtNow bool
 	// Token is the fencing token an EXPIRE refers to: the lease it wants
 	// to end. On FORCE_RELEASE a non-zero Token limits the release to that
 	// grant; 0 releases whoever holds the lock.
@@ -75,6 +82,15 @@ const (
 
 var errMalformed = errors.New("malformed command")
 
+// Command flag bits. A build refuses an entry with a bit it does not know
+// (malformed), so a new bit may only be proposed once every replica reads
+// it: LeaseAtNow is written only on CLAIMs, which a cluster proposes only
+// with batching on (see README, Upgrades).
+const (
+	flagRetry      = 1
+	flagLeaseAtNow = 2
+)
+
 // Encode serialises the command for the Raft log.
 func (c Command) Encode() []byte {
 	b := make([]byte, 0, 40+len(c.Key)+len(c.Owner)+len(c.ConnID))
@@ -92,7 +108,10 @@ func (c Command) Encode() []byte {
 	b = binary.AppendVarint(b, c.WaitMs)
 	var flags byte
 	if c.Retry {
-		flags |= 1
+		flags |= flagRetry
+	}
+	if c.LeaseAtNow {
+		flags |= flagLeaseAtNow
 	}
 	b = append(b, flags)
 	b = binary.AppendUvarint(b, c.Token)
@@ -121,7 +140,8 @@ func DecodeCommand(data []byte) (Command, error) {
 	c.LeaseMs = r.varint()
 	c.WaitMs = r.varint()
 	flags := r.byte()
-	c.Retry = flags&1 != 0
+	c.Retry = flags&flagRetry != 0
+	c.LeaseAtNow = flags&flagLeaseAtNow != 0
 	c.Token = r.uvarint()
 	if version == commandVersionV2 {
 		mw := r.uvarint()
@@ -138,7 +158,7 @@ func DecodeCommand(data []byte) (Command, error) {
 	if r.err != nil {
 		return Command{}, r.err
 	}
-	if flags&^1 != 0 {
+	if flags&^(flagRetry|flagLeaseAtNow) != 0 {
 		return Command{}, fmt.Errorf("%w: unknown flags %#x", errMalformed, flags)
 	}
 	if len(r.b) != 0 {

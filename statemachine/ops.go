@@ -74,7 +74,7 @@ func Ops() []Op {
 // valid checks what apply relies on.
 func (c Command) valid() bool {
 	s, ok := c.Op.spec()
-	if !ok {
+	if !ok || c.LeaseAtNow && c.Op != OpClaim {
 		return false
 	}
 	return (s.needs&needLock == 0 || c.Kind.valid() && c.Key != "") &&

@@ -45,6 +45,8 @@ type LockInfo struct {
 	// AcquiredAt is the table clock when the current grant was made; 0
 	// when unknown (see lockState.acquiredAt).
 	AcquiredAt int64
+	// Clock is the table clock when the lock was read (found or not).
+	Clock int64
 }
 
 // WaiterInfo is one queued waiter.
@@ -131,11 +133,11 @@ func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 func (t *Table) Lock(kind Kind, key string) LockInfo {
 	l, ok := t.locks[lockID{kind, key}]
 	if !ok {
-		return LockInfo{Kind: kind, Key: key}
+		return LockInfo{Kind: kind, Key: key, Clock: t.clock}
 	}
 	info := LockInfo{
 		Found: true, Kind: kind, Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
-		LeaseEnd: l.leaseEnd, Token: l.token, Unclaimed: l.unclaimed, AcquiredAt: l.acquiredAt,
+		LeaseEnd: l.leaseEnd, Token: l.token, Unclaimed: l.unclaimed, AcquiredAt: l.acquiredAt, Clock: t.clock,
 	}
 	for _, w := range l.waiters {
 		info.Waiters = append(info.Waiters, WaiterInfo{Owner: w.owner, ConnID: w.connID, Deadline: w.deadline})

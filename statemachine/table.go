@@ -182,6 +182,14 @@ func (t *Table) leaseEnd(ms int64) int64 {
 
 const maxTime = int64(^uint64(0) >> 1)
 
+// leaseFrom adds a lease to a start time without overflowing.
+func leaseFrom(start, ms int64) int64 {
+	if ms > maxTime-start {
+		return maxTime
+	}
+	return start + ms
+}
+
 func (t *Table) acquire(index uint64, cmd Command) Result {
 	id := lockID{cmd.Kind, cmd.Key}
 	if _, exists := t.locks[id]; !exists && cmd.MaxLocks > 0 && uint64(len(t.locks)) >= cmd.MaxLocks {
@@ -238,7 +246,11 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 func (t *Table) confirm(l *lockState, cmd Command) Result {
 	l.unclaimed = false
 	l.connID = cmd.ConnID
-	l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+	if cmd.LeaseAtNow {
+		l.leaseEnd = leaseFrom(cmd.NowMs, cmd.LeaseMs)
+	} else {
+		l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
+	}
 	l.removeWaiter(cmd.Owner)
 	return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
 }

@@ -196,6 +196,7 @@ func TestAcquireRelease(t *testing.T) {
 			first := tt.steps[0].cmd
 			tt.end.Kind, tt.end.Key = first.Kind, "k"
 			got := tb.Lock(first.Kind, "k")
+			tt.end.Clock = tb.Clock() // the read's clock, not the lock's state
 			if fmt.Sprint(got) != fmt.Sprint(tt.end) {
 				t.Fatalf("end state:\n got %+v\nwant %+v", got, tt.end)
 			}
@@ -585,6 +586,24 @@ func TestCommandEncodingVersions(t *testing.T) {
 	back, err := DecodeCommand(b)
 	if err != nil || back != limited {
 		t.Fatalf("round trip: %+v %v", back, err)
+	}
+	claim := claimCmd(N, "k", "o", "c", 100, 1000, 3)
+	claim.Retry, claim.LeaseAtNow = true, true
+	if back, err := DecodeCommand(claim.Encode()); err != nil || back != claim {
+		t.Fatalf("round trip of a CLAIM with LeaseAtNow: %+v %v", back, err)
+	}
+	// A bit no build knows is refused: that is what keeps an older build
+	// from applying LeaseAtNow as if it were not there.
+	unknown := claim.Encode()
+	unknown[len(unknown)-2] |= 4 // the flags byte, before the token
+	if _, err := DecodeCommand(unknown); err == nil {
+		t.Fatal("an unknown flag bit accepted")
+	}
+	// LeaseAtNow means something only on a CLAIM.
+	odd := plain
+	odd.LeaseAtNow = true
+	if r := NewTable().Apply(1, odd); r.Code != CodeMalformed {
+		t.Fatalf("ACQUIRE with LeaseAtNow: %+v, want malformed", r)
 	}
 	// Version 2 with zero limits is never written, so it is refused.
 	bad := append([]byte{commandVersionV2}, plain.Encode()[1:]...)

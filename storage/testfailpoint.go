@@ -1,10 +1,17 @@
+//go:build testhooks
+
 package storage
 
 import "sync/atomic"
 
-// TEST ONLY. A failpoint in the write path for the chaos suite
-// (interop/chaos): nacos-lockd installs one only when started with
-// --test-hooks, so production never has one.
+// TEST ONLY, and only in a build with -tags testhooks: a failpoint in the
+// write path for the chaos suite (interop/chaos). A release build compiles
+// nofailpoint.go instead, where the failpoint is a constant no-op, so
+// Batch.Commit carries no check at all; nacos-lockd installs one only when
+// built with the tag and started with --test-hooks.
+
+// failpointsBuilt says whether this build can install a failpoint.
+const failpointsBuilt = true
 
 var testFailpoint atomic.Pointer[func() error]
 

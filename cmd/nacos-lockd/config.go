@@ -30,7 +30,7 @@ type config struct {
 	tls         compat.TLSSettings
 	identity    [2]string // nacos.core.auth.server.identity.key/value: lets nodes join a cluster with auth on
 	importNacos string    // a Nacos lock snapshot to import into an empty data dir first
-	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go)
+	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go, -tags testhooks)
 	// coalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
@@ -59,6 +59,8 @@ func (c config) bootstrapReplicaID() uint64 {
 var (
 	errHelp    = errors.New("help requested")
 	errVersion = errors.New("version requested")
+	// errNoTestHooks: --test-hooks given to a release build.
+	errNoTestHooks = errors.New("--test-hooks: built without test hooks (they are for the chaos suite: go build -tags testhooks)")
 )
 
 func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
@@ -75,6 +77,9 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: nacos-lockd [flags]\n\nEvery flag can also be set with the environment variable in brackets.\n\n")
 		fs.VisitAll(func(f *flag.Flag) {
+			if f.Name == "test-hooks" && !testHooksBuilt {
+				return // not for users: a release build only refuses it
+			}
 			env := ""
 			if e := settings.EnvOf(f.Name); e != "" {
 				env = " [" + e + "]"
@@ -97,6 +102,9 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	// Environment variables fill what flags left unset.
 	if err := flags.FromEnv(getenv); err != nil {
 		return config{}, err
+	}
+	if flags.String(settings.TestHooks) != "" && !testHooksBuilt {
+		return config{}, errNoTestHooks
 	}
 	configFile := flags.String(settings.ConfigFile)
 	clusterConf := flags.String(settings.ClusterConf)

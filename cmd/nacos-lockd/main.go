@@ -146,13 +146,13 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		}
 	}()
 
+	// nil without --test-hooks, and always in a release build (no hooks
+	// compiled in: testhooks.go needs -tags testhooks).
 	hooks, err := startTestHooks(cfg.testHooks, log)
 	if err != nil {
 		return err
 	}
 	defer hooks.stop()
-	storage.SetTestFailpoint(hooks.storageFailpoint())
-	defer storage.SetTestFailpoint(nil)
 
 	authn, err := newAuthenticator(cfg, log)
 	if err != nil {
@@ -177,7 +177,6 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		PeerAlive:  peers.alive, // reads peers.node, set before Serve
 		Metrics:    reg,
 		Auth:       authn,
-		Now:        hooks.clock(), // nil: the wall clock
 	}
 	// The lock settings, field by field as their tags bind them
 	// (milliseconds to durations).
@@ -186,6 +185,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	if err != nil {
 		return err
 	}
+	hooks.attachGateway(gw) // before the state machine can call gw.Notify
 	// Raft timing: a tick of 1 ms (5 ms for long timeouts, to keep idle
 	// CPU low), and the election timeout set or the mode's default.
 	election := settings.ElectionTimeoutMs(cfg.lock.ElectionTimeoutMs, cfg.cluster)

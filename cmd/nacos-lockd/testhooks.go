@@ -1,9 +1,12 @@
+//go:build testhooks
+
 package main
 
-// TEST ONLY. Fault-injection hooks for the chaos suite (interop/chaos).
-// Nothing in this file does anything unless the node is started with
-// --test-hooks <file>; no production deployment sets that flag, and the
-// flag's help text says so.
+// TEST ONLY. Fault-injection hooks for the chaos suite (interop/chaos),
+// compiled only with -tags testhooks: a release build (make build, make
+// release, plain go build) compiles notesthooks.go instead, which has no
+// hooks and refuses --test-hooks. Even in a testhooks build nothing here
+// does anything unless the node is started with --test-hooks <file>.
 //
 // The control file holds key=value lines ('#' starts a comment). The node
 // reads it at start and again whenever it changes (checked every 50 ms), so
@@ -41,7 +44,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/gateway"
+	"nacos-lockd/storage"
 )
+
+// testHooksBuilt says whether this binary has the test hooks.
+const testHooksBuilt = true
 
 // errTestStorageFailure is what a commit returns while storage-fail is set.
 var errTestStorageFailure = errors.New("test failpoint storage-fail: injected storage failure")
@@ -69,8 +78,9 @@ type leaderTransferer interface {
 	TransferLeadership(ctx context.Context) error
 }
 
-// startTestHooks reads the control file and starts watching it. It returns
-// nil (and no error) when path is empty: hooks off.
+// startTestHooks reads the control file, starts watching it and installs
+// the storage failpoint. It returns nil (and no error) when path is empty:
+// hooks off.
 func startTestHooks(path string, log zerolog.Logger) (*testHooks, error) {
 	if path == "" {
 		return nil, nil
@@ -86,6 +96,7 @@ func startTestHooks(path string, log zerolog.Logger) (*testHooks, error) {
 		return nil, fmt.Errorf("read --test-hooks file: %w", err)
 	}
 	h.apply(b, true)
+	storage.SetTestFailpoint(h.storageFailpoint())
 	h.log.Warn().Str("file", path).Msg("TEST HOOKS ENABLED: clock offset, storage failpoints and leader transfer may be injected; never use --test-hooks in production")
 	h.wg.Add(2)
 	go func() {
@@ -99,11 +110,12 @@ func startTestHooks(path string, log zerolog.Logger) (*testHooks, error) {
 	return h, nil
 }
 
-// stop ends the watcher; safe on nil.
+// stop removes the storage failpoint and ends the watcher; safe on nil.
 func (h *testHooks) stop() {
 	if h == nil {
 		return
 	}
+	storage.SetTestFailpoint(nil)
 	close(h.stopC)
 	h.wg.Wait()
 }
@@ -131,6 +143,15 @@ func (h *testHooks) storageFailpoint() func() error {
 		}
 		return nil
 	}
+}
+
+// attachGateway gives the gateway the hooks' clock. Call it before Serve
+// and before the Raft node starts.
+func (h *testHooks) attachGateway(gw *gateway.Server) {
+	if h == nil {
+		return
+	}
+	gw.SetTestClock(h.clock())
 }
 
 // attach gives the hooks the Raft node, for transfer-leader.

@@ -162,7 +162,7 @@ func TestRuntimeLogLevel(t *testing.T) {
 
 func newAuthAPI(t *testing.T) (http.Handler, *auth.Authenticator) {
 	t.Helper()
-	store, err := auth.OpenStore(t.TempDir() + "/users.json")
+	store, err := auth.OpenStore(t.TempDir()+"/users.json", fastHashes)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,7 +279,7 @@ func FuzzLoginForm(f *testing.F) {
 }
 
 func newAuthAPIForFuzz(f *testing.F) (http.Handler, *auth.Authenticator) {
-	store, err := auth.OpenStore(f.TempDir() + "/users.json")
+	store, err := auth.OpenStore(f.TempDir()+"/users.json", fastHashes)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func newAuthAPIForFuzz(f *testing.F) (http.Handler, *auth.Authenticator) {
 }
 
 func TestServerIdentityMayJoin(t *testing.T) {
-	store, _ := auth.OpenStore(t.TempDir() + "/users.json")
+	store, _ := auth.OpenStore(t.TempDir()+"/users.json", fastHashes)
 	a, err := auth.New(auth.Config{Enabled: true, SecretKey: base64.StdEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))}, store)
 	if err != nil {
 		t.Fatal(err)

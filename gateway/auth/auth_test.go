@@ -45,7 +45,7 @@ func TestCan(t *testing.T) {
 
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	s, err := OpenStore(filepath.Join(t.TempDir(), "sub", "users.json"))
+	s, err := OpenStore(filepath.Join(t.TempDir(), "sub", "users.json"), WithPasswordCost(bcrypt.MinCost)) // hashes stay bcrypt; only the work factor drops
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,33 @@ func TestWeakKeyRefused(t *testing.T) {
 	}
 }
 
-func TestMain(m *testing.M) {
-	PasswordCost = bcrypt.MinCost // hashes stay bcrypt; only the work factor drops
-	os.Exit(m.Run())
+// The server's stores hash at bcrypt.DefaultCost, and so does the hash an
+// Authenticator compares unknown users against; only a store opened
+// WithPasswordCost (the tests') differs, and it does both.
+func TestPasswordCost(t *testing.T) {
+	dflt, err := OpenStore(filepath.Join(t.TempDir(), "users.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dflt.cost != bcrypt.DefaultCost {
+		t.Fatalf("default store cost %d, want bcrypt.DefaultCost %d", dflt.cost, bcrypt.DefaultCost)
+	}
+	if s, _ := OpenStore(filepath.Join(t.TempDir(), "users.json"), WithPasswordCost(0)); s.cost != bcrypt.DefaultCost {
+		t.Fatalf("WithPasswordCost(0) gave cost %d, want the default", s.cost)
+	}
+	s := newStore(t)
+	if err := s.Add("alice", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	u, _ := s.Get("alice")
+	if c, err := bcrypt.Cost([]byte(u.PasswordHash)); err != nil || c != bcrypt.MinCost {
+		t.Fatalf("hash cost %d %v, want bcrypt.MinCost", c, err)
+	}
+	a, err := New(Config{Enabled: true, SecretKey: testKey}, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c, err := bcrypt.Cost(a.dummy); err != nil || c != bcrypt.MinCost {
+		t.Fatalf("unknown-user hash cost %d %v, want the store's", c, err)
+	}
 }

@@ -52,7 +52,7 @@ func New(cfg Config, store *Store) (*Authenticator, error) {
 	if len(key) < MinKeyBytes {
 		return nil, fmt.Errorf("nacos.core.auth.plugin.nacos.token.secret.key decodes to %d bytes; at least %d are required", len(key), MinKeyBytes)
 	}
-	dummy, _ := bcrypt.GenerateFromPassword([]byte("no such user"), PasswordCost)
+	dummy, _ := bcrypt.GenerateFromPassword([]byte("no such user"), store.passwordCost())
 	return &Authenticator{key: key, ttl: cfg.TokenTTL, store: store, now: time.Now, dummy: dummy}, nil
 }
 

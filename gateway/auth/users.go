@@ -106,6 +106,7 @@ var (
 // `nacos-lockd user ...` takes effect on a running server.
 type Store struct {
 	path    string
+	cost    int // bcrypt cost of the hashes it writes
 	mu      sync.RWMutex
 	users   map[string]User
 	modTime time.Time
@@ -113,9 +114,28 @@ type Store struct {
 	checked atomic.Int64 // unix nanos of the last Refresh look
 }
 
+// A StoreOption changes how OpenStore sets up a store.
+type StoreOption func(*Store)
+
+// WithPasswordCost sets the bcrypt cost of the password hashes the store
+// writes, and of the hash an Authenticator on it compares unknown users
+// against. The default, bcrypt.DefaultCost, is what the server uses; tests
+// pass bcrypt.MinCost, since the default takes seconds under the race
+// detector. A cost below bcrypt.MinCost means the default.
+func WithPasswordCost(cost int) StoreOption {
+	return func(s *Store) {
+		if cost >= bcrypt.MinCost {
+			s.cost = cost
+		}
+	}
+}
+
 // OpenStore reads the users file; a missing file is an empty store.
-func OpenStore(path string) (*Store, error) {
-	s := &Store{path: path, users: map[string]User{}}
+func OpenStore(path string, opts ...StoreOption) (*Store, error) {
+	s := &Store{path: path, cost: bcrypt.DefaultCost, users: map[string]User{}}
+	for _, o := range opts {
+		o(s)
+	}
 	if err := s.reload(true); err != nil {
 		return nil, err
 	}
@@ -208,7 +228,7 @@ func (s *Store) Add(name, password string, admin bool) error {
 		if _, ok := users[name]; ok {
 			return fmt.Errorf("%w: %s", ErrUserExists, name)
 		}
-		hash, err := hashPassword(password)
+		hash, err := s.hashPassword(password)
 		if err != nil {
 			return err
 		}
@@ -224,7 +244,7 @@ func (s *Store) SetPassword(name, password string) error {
 		if !ok {
 			return fmt.Errorf("%w: %s", ErrNoSuchUser, name)
 		}
-		hash, err := hashPassword(password)
+		hash, err := s.hashPassword(password)
 		if err != nil {
 			return err
 		}
@@ -261,19 +281,25 @@ func (s *Store) Remove(name string) error {
 	})
 }
 
-// PasswordCost is the bcrypt cost of new password hashes. Tests lower it
-// to keep the race detector fast; nothing else should change it.
-var PasswordCost = bcrypt.DefaultCost
-
-func hashPassword(password string) (string, error) {
+// hashPassword hashes a new password at the store's cost.
+func (s *Store) hashPassword(password string) (string, error) {
 	if len(password) < 8 {
 		return "", ErrBadPassword
 	}
-	h, err := bcrypt.GenerateFromPassword([]byte(password), PasswordCost)
+	h, err := bcrypt.GenerateFromPassword([]byte(password), s.passwordCost())
 	if err != nil {
 		return "", fmt.Errorf("hash password: %w", err)
 	}
 	return string(h), nil
+}
+
+// passwordCost is the bcrypt cost of new hashes; a nil store has the
+// default.
+func (s *Store) passwordCost() int {
+	if s == nil {
+		return bcrypt.DefaultCost
+	}
+	return s.cost
 }
 
 // update applies f to the users and writes the file atomically.

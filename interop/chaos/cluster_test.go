@@ -33,7 +33,7 @@ type cluster struct {
 	data    string // data dirs (removed)
 	net     network
 	bin     string
-	hooksOK bool // the binary has --test-hooks
+	hooksOK bool // the binary has --test-hooks (built with -tags testhooks)
 	props   string
 	nodes   []*node
 	initial int
@@ -85,7 +85,8 @@ var chaosProps = map[string]string{
 	"nacos.lock.raft.snapshot_entries": "500",
 }
 
-// serverBinary returns the server binary: CHAOS_BINARY, or a fresh build.
+// serverBinary returns the server binary: CHAOS_BINARY, or a fresh build
+// with the test hooks (-tags testhooks; a release build has none).
 func serverBinary(t *testing.T) string {
 	t.Helper()
 	if b := os.Getenv("CHAOS_BINARY"); b != "" {
@@ -93,7 +94,7 @@ func serverBinary(t *testing.T) string {
 	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "nacos-lockd")
-	out, err := exec.Command("go", "build", "-o", bin, "nacos-lockd/cmd/nacos-lockd").CombinedOutput()
+	out, err := exec.Command("go", "build", "-tags", "testhooks", "-o", bin, "nacos-lockd/cmd/nacos-lockd").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
@@ -106,7 +107,7 @@ func newCluster(t *testing.T, out string, nodes int) *cluster {
 	help, _ := exec.Command(c.bin, "--help").CombinedOutput()
 	c.hooksOK = strings.Contains(string(help), "test-hooks")
 	if !c.hooksOK && os.Getenv("CHAOS_REQUIRE_HOOKS") != "" {
-		t.Fatalf("%s has no --test-hooks: clock, disk and leader-transfer faults need it", c.bin)
+		t.Fatalf("%s has no --test-hooks (build it with -tags testhooks): clock, disk and leader-transfer faults need it", c.bin)
 	}
 	c.net = newNetwork(t, nodes+1)
 	t.Cleanup(c.net.close)

@@ -44,7 +44,7 @@ func FastAuth(t testing.TB) (a *auth.Authenticator, adminTok, appTok string) {
 	if err := os.WriteFile(path, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	store, err := auth.OpenStore(path)
+	store, err := auth.OpenStore(path, auth.WithPasswordCost(bcrypt.MinCost))
 	if err != nil {
 		t.Fatal(err)
 	}
