@@ -17,13 +17,17 @@ import (
 	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica"
+	"nacos-lockd/replica/replicatest"
 )
 
-// What cmd/nacos-lockd passes to admin.New.
+// What cmd/nacos-lockd passes to admin.New and Serve; every table
+// implements all of Table.
 var (
-	_ admin.Locks       = (*statemachine.Node)(nil)
-	_ admin.Locks       = (*statemachine.Local)(nil)
+	_ Table             = (*replica.Node)(nil)
+	_ Table             = (*replicatest.Local)(nil)
+	_ admin.Locks       = (*replica.Node)(nil)
+	_ admin.Locks       = (*replicatest.Local)(nil)
 	_ admin.Connections = (*Server)(nil)
 )
 

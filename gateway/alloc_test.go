@@ -11,7 +11,7 @@ import (
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica/replicatest"
 )
 
 // BenchmarkLockRequest is the server's own path for one lock call, without
@@ -71,7 +71,7 @@ func lockRequestBench(tb testing.TB) (*Server, context.Context, *pb.Payload, *pb
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv.table = statemachine.NewLocal(srv.Notify)
+	srv.table = replicatest.NewLocal(srv.Notify)
 	remote := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 40000}
 	c := srv.newConn(remote)
 	c.registered = true

@@ -14,20 +14,21 @@ import (
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
+	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
 // startNodeServer serves the gateway over a real one-replica Raft node
 // (window: RaftConfig.CoalesceWindow; negative turns batching off).
-func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *statemachine.Node) {
+func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *replica.Node) {
 	t.Helper()
 	return startNodeServerOn(t, window, nil)
 }
 
 // startNodeServerOn is startNodeServer with the gateway serving wrap(node)
 // (nil: the node itself).
-func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*statemachine.Node) lockTable) (string, *Server, *statemachine.Node) {
+func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node) {
 	t.Helper()
 	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0"}, zerolog.Nop())
 	if err != nil {
@@ -44,7 +45,7 @@ func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*statemachi
 	}
 	raftAddr := raftLis.Addr().String()
 	raftLis.Close()
-	node, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr,
+	node, err := replica.Start(replica.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr,
 		CoalesceWindow: window}, db, srv.Notify, zerolog.Nop())
 	if err != nil {
 		db.Close()
@@ -61,7 +62,7 @@ func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*statemachi
 	}
 	sctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	var table lockTable = node
+	var table Table = node
 	if wrap != nil {
 		table = wrap(node)
 	}
@@ -144,7 +145,7 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 // read, as a command stamped later by another caller and committed between
 // the claim's read and its record would.
 type clockAfterRead struct {
-	*statemachine.Node
+	*replica.Node
 	t *testing.T
 }
 
@@ -161,7 +162,7 @@ func (c clockAfterRead) LockLinearizable(ctx context.Context, kind statemachine.
 // even when later commands move the table clock on before its record
 // applies: the client was told its lease at the answer.
 func TestClaimFromReadLeaseRunsFromTheRead(t *testing.T) {
-	addr, srv, node := startNodeServerOn(t, 0, func(n *statemachine.Node) lockTable { return clockAfterRead{n, t} })
+	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return clockAfterRead{n, t} })
 	ts := &testServer{addr: addr}
 	holder, waiter := dial(t, ts), dial(t, ts)
 	handOff(t, holder, waiter, "job", "w:7")

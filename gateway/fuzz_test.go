@@ -10,7 +10,7 @@ import (
 
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica/replicatest"
 )
 
 // FuzzLockRequest drives the whole lock path in process: decode, validate,
@@ -34,7 +34,7 @@ func FuzzLockRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		table := statemachine.NewLocal(nil)
+		table := replicatest.NewLocal(nil)
 		srv.table = table
 		c := srv.newConn(nil)
 		c.registered = true

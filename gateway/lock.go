@@ -2,12 +2,10 @@ package gateway
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"nacos-lockd/control"
 	"nacos-lockd/gateway/auth"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
@@ -271,116 +269,30 @@ func lockFailure(msg string) *protocol.LockOperationResponse {
 	)
 }
 
-// scheduleCleanup proposes CLEANUP_CONNECTION for a closed connection after
-// the grace period, retrying until it commits or the server stops. Leases
-// remain the backstop if it never does.
-func (s *Server) scheduleCleanup(connID string) {
-	s.bg.Add(1)
-	go func() {
-		defer s.bg.Done()
-		if !s.sleep(s.cfg.DisconnectGrace) {
-			return
-		}
-		backoff := 50 * time.Millisecond
-		for attempt := 1; ; attempt++ {
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-			_, err := s.table.Propose(ctx, statemachine.Command{
-				Op: statemachine.OpCleanupConnection, NowMs: s.now().UnixMilli(), ConnID: connID,
-			})
-			cancel()
-			if err == nil {
-				s.m.cleanup("disconnect")
-				return
-			}
-			s.log.Warn().Err(err).Str("conn_id", connID).Int("attempt", attempt).Msg("connection cleanup not committed; retrying")
-			if !s.sleep(backoff) {
-				return
-			}
-			backoff = min(2*backoff, 5*time.Second)
-		}
-	}()
-}
-
-// sleep waits d or until shutdown; it reports whether to carry on.
-func (s *Server) sleep(d time.Duration) bool {
-	if d <= 0 {
-		return !s.stopping.Load()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-s.stop:
-		return false
-	}
-}
-
-// reap runs the expiry reaper: on the leader only, every scan interval it
-// proposes EXPIRE for every lease that ended. The proposals go out
-// reapParallel at a time, so dragonboat commits and applies them in shared
-// batches instead of one Raft round each, and the scan repeats at once
-// while it keeps finding full batches. Apply re-checks the token and the
-// clock, so a renew that commits first always wins.
-func (s *Server) reap() {
-	const batch = 1024
+// controlConfig is the control loops' part of the configuration, with the
+// gateway's metrics told what they did.
+func (s *Server) controlConfig() control.Config {
 	lastPrune := s.now()
-	for s.sleep(s.cfg.ScanInterval) {
-		// Metrics timings outlive no lease or wait: forget older ones, on
-		// every node (timings are node-local), once a minute.
-		if now := s.now(); now.Sub(lastPrune) > time.Minute {
-			s.m.prune(now, s.cfg.MaxLease+s.cfg.MaxWait)
-			lastPrune = now
-		}
-		for s.table != nil && s.table.IsLeader() && !s.stopping.Load() {
-			leases, err := s.table.Expired(s.now().UnixMilli(), batch)
-			if err != nil {
-				s.log.Debug().Err(err).Msg("reaper could not read leases")
-				break
-			}
-			if !s.expireAll(leases) || len(leases) < batch {
-				break
-			}
-		}
-	}
-}
-
-// reapParallel bounds the EXPIRE proposals in flight.
-const reapParallel = 64
-
-// expireAll proposes EXPIRE for each lease and waits for all of them. It
-// reports false when one could not be committed (the next scan retries).
-func (s *Server) expireAll(leases []statemachine.ExpiredLease) bool {
-	sem := make(chan struct{}, reapParallel)
-	var wg sync.WaitGroup
-	var failed atomic.Bool
-	for _, l := range leases {
-		if s.stopping.Load() || failed.Load() {
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() {
-				<-sem
-				wg.Done()
-			}()
-			ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-			res, err := s.table.Propose(ctx, statemachine.Command{
-				Op: statemachine.OpExpire, NowMs: s.now().UnixMilli(), Kind: l.Kind, Key: l.Key, Token: l.Token,
-			})
-			cancel()
-			if err != nil {
-				if !errors.Is(err, context.Canceled) && failed.CompareAndSwap(false, true) {
-					s.log.Debug().Err(err).Msg("expiry not committed; next scan retries")
+	return control.Config{
+		NodeID:            s.cfg.NodeID,
+		ScanInterval:      s.cfg.ScanInterval,
+		RequestTimeout:    s.cfg.RequestTimeout,
+		DisconnectGrace:   s.cfg.DisconnectGrace,
+		NodeGrace:         s.cfg.NodeGrace,
+		NodeCheckInterval: s.cfg.NodeCheckInterval,
+		PeerAlive:         s.cfg.PeerAlive,
+		Now:               s.now,
+		Events: control.Events{
+			Expired: s.m.expired,
+			Cleaned: s.m.cleanup,
+			// Metrics timings outlive no lease or wait: forget older ones, on
+			// every node (timings are node-local), once a minute.
+			Scanned: func(now time.Time) {
+				if now.Sub(lastPrune) > time.Minute {
+					s.m.prune(now, s.cfg.MaxLease+s.cfg.MaxWait)
+					lastPrune = now
 				}
-				return
-			}
-			if res.Success() {
-				s.m.expired()
-			}
-		}()
+			},
+		},
 	}
-	wg.Wait()
-	return !failed.Load()
 }

@@ -18,24 +18,35 @@ import (
 	"google.golang.org/grpc/status"
 
 	"nacos-lockd/connid"
+	"nacos-lockd/control"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
 )
 
-// lockTable is all the gateway asks of the replicated lock table.
-type lockTable interface {
+// Table is everything the gateway asks of the replicated lock table
+// (replica.Node; replicatest.Local in tests), including what it hands to
+// its control loops (control.Table).
+type Table interface {
 	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
 	// Record queues cmd in order behind everything proposed before it and
-	// returns at once (statemachine.Node.Record); claims answered from a
+	// returns at once (replica.Node.Record); claims answered from a
 	// read are recorded with it.
 	Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error)
 	// LockLinearizable reads one lock after everything committed before
 	// the call has been applied.
 	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error)
 	IsLeader() bool
+	// TransferLeadership hands leadership to another member before this
+	// node shuts down, if it leads and another exists (nil otherwise).
+	TransferLeadership(ctx context.Context) error
+	// Expired, Nodes and Conns are the control loops' reads.
 	Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error)
+	Nodes() ([]string, error)
+	Conns(node string) ([]string, error)
 }
+
+var _ control.Table = Table(nil)
 
 var errConnGone = errors.New("connection closed")
 
@@ -48,8 +59,9 @@ type Server struct {
 	log   zerolog.Logger
 	m     *metrics
 	reg   registry
-	table lockTable
-	clock testClock // time.Now, or the chaos suite's clock (testhooks builds)
+	table Table
+	ctl   *control.Loops // the leader's loops over table; set by Serve
+	clock testClock      // time.Now, or the chaos suite's clock (testhooks builds)
 
 	stopping atomic.Bool   // shutting down: closed connections are not cleaned up
 	stop     chan struct{} // closed when shutdown begins
@@ -82,7 +94,7 @@ const streamWorkers = 256
 // every client is asked to reconnect elsewhere (ConnectResetRequest), the
 // streams are closed and in-flight calls drained. It returns nil after a
 // clean shutdown.
-func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) error {
+func (s *Server) Serve(ctx context.Context, lis net.Listener, table Table) error {
 	s.table = table
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
@@ -105,15 +117,8 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	pb.RegisterRequestServer(gs, s)
 	pb.RegisterBiRequestStreamServer(gs, s)
 
-	s.bg.Add(2)
-	go func() {
-		defer s.bg.Done()
-		s.reap()
-	}()
-	go func() {
-		defer s.bg.Done()
-		s.monitorNodes()
-	}()
+	s.ctl = control.New(s.controlConfig(), table, s.log)
+	s.ctl.Start()
 
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(trackedListener{lis, s}) }()
@@ -123,6 +128,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 	case err := <-served:
 		s.beginStop()
 		s.bg.Wait()
+		s.ctl.Wait()
 		return fmt.Errorf("serve grpc: %w", err)
 	case <-ctx.Done():
 	}
@@ -134,6 +140,9 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table lockTable) e
 func (s *Server) beginStop() {
 	if s.stopping.CompareAndSwap(false, true) {
 		close(s.stop)
+		if s.ctl != nil {
+			s.ctl.Stop()
+		}
 	}
 }
 
@@ -142,11 +151,11 @@ func (s *Server) beginStop() {
 func (s *Server) shutdown(gs *grpc.Server) {
 	s.beginStop()
 	deadline := time.Now().Add(s.cfg.ShutdownGrace)
-	if lt, ok := s.table.(leaderTransferer); ok && s.table.IsLeader() {
+	if s.table.IsLeader() {
 		// Hand leadership over before the clients move, so they land on a
 		// cluster that already has a leader.
 		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(s.cfg.ShutdownGrace/3))
-		if err := lt.TransferLeadership(ctx); err != nil {
+		if err := s.table.TransferLeadership(ctx); err != nil {
 			s.log.Warn().Err(err).Msg("leadership not transferred before shutdown")
 		} else {
 			s.log.Info().Msg("leadership transferred before shutdown")
@@ -183,6 +192,7 @@ func (s *Server) shutdown(gs *grpc.Server) {
 		<-stopped
 	}
 	s.bg.Wait()
+	s.ctl.Wait()
 	s.log.Info().Msg("gateway stopped")
 }
 
@@ -462,7 +472,9 @@ func (s *Server) unregister(c *conn, why string) {
 		// leases end or their owners come back and release them.
 		return
 	}
-	s.scheduleCleanup(c.id)
+	if s.ctl != nil {
+		s.ctl.ScheduleCleanup(c.id)
+	}
 }
 
 // Notify delivers the grants made by an applied batch to the waiters this

@@ -16,6 +16,7 @@ import (
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
+	"nacos-lockd/replica/replicatest"
 	"nacos-lockd/statemachine"
 )
 
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 
 type testServer struct {
 	addr  string
-	table *statemachine.Local
+	table *replicatest.Local
 	srv   *Server
 	stop  func() // graceful shutdown; waits for Serve to return
 }
@@ -48,7 +49,7 @@ func startServerLog(t *testing.T, cfg Config, log zerolog.Logger) *testServer {
 	if err != nil {
 		t.Fatalf("new gateway: %v", err)
 	}
-	table := statemachine.NewLocal(srv.Notify)
+	table := replicatest.NewLocal(srv.Notify)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)

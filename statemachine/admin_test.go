@@ -2,15 +2,11 @@ package statemachine
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
-	"nacos-lockd/statemachine/lockview"
 	"nacos-lockd/storage/storagetest"
 )
 
@@ -28,7 +24,7 @@ func TestForceRelease(t *testing.T) {
 			len(l.Waiters) != 1 || l.Waiters[0].Owner != "c" {
 			t.Fatalf("after force release: %+v", l)
 		}
-		if n := tb.takeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
+		if n := tb.TakeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
 			t.Fatalf("notifications: %+v", n)
 		}
 		// The old holder has lost it: its release and renew are refused.
@@ -189,54 +185,6 @@ func TestRecordVersions(t *testing.T) {
 	}
 }
 
-// A store written before acquiredAt holds version 1 records. It loads
-// (grant times unknown), and its snapshots hold version 2 records only:
-// the same bytes as a table that never had an old record.
-func TestOldRecordsInStoreAndSnapshots(t *testing.T) {
-	src := replay(NewTable(), goldenCommands())
-	db := storagetest.OpenInMemory(t)
-	err := db.Replace(func(put func(k, v []byte) error) error {
-		if err := src.storedPairs(func(k, v []byte) error {
-			if k[0] == lockPrefix {
-				l, err := decodeRecord(v, nil)
-				if err != nil {
-					return err
-				}
-				v = encodeRecordV1(l)
-			}
-			return put(k, v)
-		}); err != nil {
-			return err
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := openSM(t, db, nil)
-	want := forgetAcquiredAt(replay(NewTable(), goldenCommands()))
-	if !bytes.Equal(s.table.StateBytes(), want.StateBytes()) {
-		t.Fatal("table loaded from version 1 records differs")
-	}
-	archive := saveSnapshot(t, s)
-	back, err := readSnapshotStream(bytes.NewReader(archive))
-	if err != nil {
-		t.Fatalf("read the snapshot of old records: %v", err)
-	}
-	if !bytes.Equal(back.StateBytes(), want.StateBytes()) {
-		t.Fatal("snapshot of version 1 records does not hold the same state")
-	}
-	// The next grant is stored in version 2 with its time.
-	update(t, s, entries(15, []Command{acq(N, "new", "o", "c", 6000, 1000, 0)}))
-	if err := s.Sync(); err != nil { // the table is written when dragonboat asks for durability
-		t.Fatal(err)
-	}
-	rec, err := db.Get(lockKey(lockID{N, "new"}))
-	if err != nil || rec[0] != 2 {
-		t.Fatalf("new record: %v %v", rec, err)
-	}
-}
-
 func TestSnapshotRecordVersionMustMatchFormat(t *testing.T) {
 	tb := replay(NewTable(), goldenCommands())
 	state := tb.StateBytes() // format 3, version 2 records
@@ -327,97 +275,55 @@ func TestListPagesInOrder(t *testing.T) {
 	checkInvariants(t, tb)
 }
 
-func TestLocalAdminReads(t *testing.T) {
-	var notes []Notification
-	l := NewLocal(func(n []Notification) { notes = append(notes, n...) })
-	ctx := context.Background()
-	now := time.Now().UnixMilli()
-	l.Propose(ctx, acq(R, "a/b", "o1", "c1", now, 60000, 0))
-	l.Propose(ctx, acq(R, "a/b", "o2", "c2", now, 60000, 60000))
-	l.Propose(ctx, acq(N, "x", "o1", "c1", now, 60000, 0))
-	checkAdminReads(t, l)
-	if len(notes) != 1 || notes[0].Owner != "o2" {
-		t.Fatalf("hand-off after the force release not notified: %+v", notes)
-	}
-}
-
-func TestNodeAdminReads(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
-	n, db := env.start(t)
-	defer db.Close()
-	defer n.Close()
-	now := time.Now().UnixMilli()
-	propose(t, n, acq(R, "a/b", "o1", "c1", now, 60000, 0))
-	propose(t, n, acq(R, "a/b", "o2", "c2", now, 60000, 60000))
-	propose(t, n, acq(N, "x", "o1", "c1", now, 60000, 0))
-	checkAdminReads(t, n)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if p, err := n.ListLocks(ctx, lockview.Query{}, true); err != nil || len(p.Locks) != 2 {
-		t.Fatalf("stale list: %+v %v", p, err)
-	}
-	env.mu.Lock()
-	defer env.mu.Unlock()
-	if len(env.notes) != 1 || env.notes[0].Owner != "o2" {
-		t.Fatalf("hand-off after the force release not notified: %+v", env.notes)
-	}
-}
-
-type adminReader interface {
-	ListLocks(ctx context.Context, q lockview.Query, stale bool) (lockview.Page, error)
-	GetLock(ctx context.Context, lockType, key string, stale bool) (lockview.Lock, error)
-	ForceRelease(ctx context.Context, lockType, key string, token uint64) error
-}
-
-// checkAdminReads works on a table holding REENTRANT "a/b" (o1, o2
-// waiting) and NON_REENTRANT "x" (o1).
-func checkAdminReads(t *testing.T, r adminReader) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	p, err := r.ListLocks(ctx, lockview.Query{}, false)
-	if err != nil || len(p.Locks) != 2 || p.More || p.Applied < 3 {
-		t.Fatalf("list: %+v %v", p, err)
-	}
-	ab := p.Locks[0]
-	if ab.Type != "REENTRANT" || ab.Key != "a/b" || ab.Owner != "o1" || ab.ConnID != "c1" || ab.Count != 1 || ab.Token == 0 ||
-		ab.AcquiredAtMs == 0 || ab.LeaseEndMs != ab.AcquiredAtMs+60000 || len(ab.Waiters) != 1 || ab.Waiters[0].Owner != "o2" ||
-		ab.Waiters[0].DeadlineMs != ab.AcquiredAtMs+60000 {
-		t.Fatalf("listed lock: %+v", ab)
-	}
-	if p, err := r.ListLocks(ctx, lockview.Query{Limit: 1, AfterType: "REENTRANT", AfterKey: "a/b"}, false); err != nil || len(p.Locks) != 1 || p.Locks[0].Key != "x" {
-		t.Fatalf("second page: %+v %v", p, err)
-	}
-	if p, err := r.ListLocks(ctx, lockview.Query{Limit: 1}, false); err != nil || !p.More {
-		t.Fatalf("first page of one: %+v %v", p, err)
-	}
-	for _, q := range []lockview.Query{{Type: "reentrant"}, {AfterType: "MUTEX"}} {
-		if _, err := r.ListLocks(ctx, q, false); !errors.Is(err, lockview.ErrUnknownType) {
-			t.Fatalf("%+v: %v", q, err)
+// A store written before acquiredAt holds version 1 records. It loads
+// (grant times unknown), and its snapshots hold version 2 records only:
+// the same bytes as a table that never had an old record.
+func TestOldRecordsInStoreAndSnapshots(t *testing.T) {
+	src := replay(NewTable(), goldenCommands())
+	db := storagetest.OpenInMemory(t)
+	err := db.Replace(func(put func(k, v []byte) error) error {
+		if err := src.StoredPairs(func(k, v []byte) error {
+			if k[0] == lockPrefix {
+				l, err := decodeRecord(v, nil)
+				if err != nil {
+					return err
+				}
+				v = encodeRecordV1(l)
+			}
+			return put(k, v)
+		}); err != nil {
+			return err
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got, err := r.GetLock(ctx, "REENTRANT", "a/b", false); err != nil || fmt.Sprint(got) != fmt.Sprint(ab) {
-		t.Fatalf("get: %+v %v", got, err)
+	s, err := LoadStore(db)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := r.GetLock(ctx, "NACOS_LOCK", "a/b", false); !errors.Is(err, lockview.ErrNotFound) {
-		t.Fatalf("get of a free lock: %v", err)
+	want := forgetAcquiredAt(replay(NewTable(), goldenCommands()))
+	if !bytes.Equal(s.StateBytes(), want.StateBytes()) {
+		t.Fatal("table loaded from version 1 records differs")
 	}
-	if _, err := r.GetLock(ctx, "nope", "a/b", false); !errors.Is(err, lockview.ErrUnknownType) {
-		t.Fatalf("get with a bad type: %v", err)
+	archive := storedStream(t, db)
+	back, err := readStream(bytes.NewReader(archive))
+	if err != nil {
+		t.Fatalf("read the snapshot of old records: %v", err)
 	}
-	if err := r.ForceRelease(ctx, "REENTRANT", "a/b", ab.Token+1000); !errors.Is(err, lockview.ErrChanged) {
-		t.Fatalf("force release naming another grant: %v", err)
+	if !bytes.Equal(back.StateBytes(), want.StateBytes()) {
+		t.Fatal("snapshot of version 1 records does not hold the same state")
 	}
-	if err := r.ForceRelease(ctx, "REENTRANT", "a/b", ab.Token); err != nil {
-		t.Fatalf("force release: %v", err)
+	// The next grant is stored in version 2 with its time.
+	s.Apply(15, acq(N, "new", "o", "c", 6000, 1000, 0))
+	b := db.NewBatch()
+	s.WriteChanges(b)
+	if err := b.Commit(); err != nil {
+		t.Fatal(err)
 	}
-	if got, err := r.GetLock(ctx, "REENTRANT", "a/b", false); err != nil || got.Owner != "o2" || !got.Unclaimed || got.Token <= ab.Token {
-		t.Fatalf("after force release: %+v %v", got, err)
-	}
-	if err := r.ForceRelease(ctx, "NACOS_LOCK", "x", 0); !errors.Is(err, lockview.ErrNotFound) {
-		t.Fatalf("force release of a free lock: %v", err)
-	}
-	if err := r.ForceRelease(ctx, "bad", "x", 0); !errors.Is(err, lockview.ErrUnknownType) {
-		t.Fatalf("force release with a bad type: %v", err)
+	rec, err := db.Get(lockKey(lockID{N, "new"}))
+	if err != nil || rec[0] != 2 {
+		t.Fatalf("new record: %v %v", rec, err)
 	}
 }

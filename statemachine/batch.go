@@ -10,7 +10,7 @@ import (
 // A Raft entry costs CPU whatever it carries (proposal bookkeeping, log
 // encoding, the apply round, the result hand-back), so the node proposes
 // the commands that arrive while earlier entries are committing as one
-// entry (group commit, coalesce.go), and collects renews that come in quick
+// entry (group commit, replica/coalesce.go), and collects renews that come in quick
 // succession for a short window.
 //
 // Only commands that touch exactly one lock are grouped. A fencing token
@@ -36,10 +36,12 @@ import (
 // version refuses the whole entry as malformed, which is why a
 // mixed-version cluster must run with batching off
 // (RaftConfig.CoalesceWindow < 0, --coalesce-window 0).
+// CommandBatchVersion and SharedLockBatchVersion are what a writer
+// picks: 5 only when a lock has more than one command in the entry.
 const (
 	renewBatchVersion      = 3
-	commandBatchVersion    = 4
-	sharedLockBatchVersion = 5
+	CommandBatchVersion    = 4
+	SharedLockBatchVersion = 5
 )
 
 // MaxBatch bounds the commands in one grouped entry.
@@ -50,20 +52,22 @@ func allowedIn(version byte, op Op) bool {
 	if version == renewBatchVersion {
 		return op == OpRenew || op == OpExpire
 	}
-	return groupable(op)
+	return Groupable(op)
 }
 
-func isBatch(entry []byte) bool {
+// IsBatch reports whether an entry is a batch frame rather than one
+// command.
+func IsBatch(entry []byte) bool {
 	return len(entry) > 0 && isBatchVersion(entry[0])
 }
 
 func isBatchVersion(v byte) bool {
-	return v == renewBatchVersion || v == commandBatchVersion || v == sharedLockBatchVersion
+	return v == renewBatchVersion || v == CommandBatchVersion || v == SharedLockBatchVersion
 }
 
-// encodeBatch frames already encoded commands as one entry of the given
+// EncodeBatch frames already encoded commands as one entry of the given
 // version.
-func encodeBatch(version byte, cmds [][]byte) []byte {
+func EncodeBatch(version byte, cmds [][]byte) []byte {
 	size := 1 + binary.MaxVarintLen64
 	for _, c := range cmds {
 		size += binary.MaxVarintLen64 + len(c)
@@ -133,7 +137,7 @@ func (t *Table) ApplyBatch(index uint64, data []byte) []Result {
 			results[i] = refused(CodeMalformed)
 			continue
 		}
-		if version != sharedLockBatchVersion || cmd.Op == OpAcquire {
+		if version != SharedLockBatchVersion || cmd.Op == OpAcquire {
 			closed = append(closed, id)
 		}
 		results[i] = t.Apply(index, cmd)
@@ -150,8 +154,8 @@ func containsID(ids []lockID, id lockID) bool {
 	return false
 }
 
-// encodeResults packs a coalesced entry's results, in command order.
-func encodeResults(rs []Result) []byte {
+// EncodeResults packs a coalesced entry's results, in command order.
+func EncodeResults(rs []Result) []byte {
 	b := binary.AppendUvarint(make([]byte, 0, 2+8*len(rs)), uint64(len(rs)))
 	for _, r := range rs {
 		b = appendResult(b, r)
@@ -159,7 +163,8 @@ func encodeResults(rs []Result) []byte {
 	return b
 }
 
-func decodeResults(b []byte) ([]Result, error) {
+// DecodeResults reads EncodeResults's bytes.
+func DecodeResults(b []byte) ([]Result, error) {
 	r := reader{b: b}
 	n := r.uvarint()
 	if r.err == nil && n > MaxBatch {

@@ -153,13 +153,13 @@ func FuzzApplyCommand(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{commandVersion, byte(OpAcquire), 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	for _, e := range batched(randomCommands(7, 60), 4) {
-		if isBatch(e) {
+		if IsBatch(e) {
 			f.Add(e)
 		}
 	}
 	base := randomCommands(6, 300)
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if isBatch(data) { // a coalesced entry
+		if IsBatch(data) { // a coalesced entry
 			tb := NewTable()
 			for i, bc := range base {
 				tb.Apply(uint64(i+1), bc)
@@ -175,7 +175,7 @@ func FuzzApplyCommand(f *testing.F) {
 					t.Fatal("a rejected batch changed the table")
 				}
 			}
-			if back, err := decodeResults(encodeResults(rs)); rs != nil && (err != nil || fmt.Sprint(back) != fmt.Sprint(rs)) {
+			if back, err := DecodeResults(EncodeResults(rs)); rs != nil && (err != nil || fmt.Sprint(back) != fmt.Sprint(rs)) {
 				t.Fatalf("results round trip: %v %v", back, err)
 			}
 			checkInvariants(t, tb)

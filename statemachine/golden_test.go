@@ -132,7 +132,11 @@ func readGoldenStream(t *testing.T, name string) *Table {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tb, err := readSnapshotStream(f)
+	var tb *Table
+	err = storage.ReadSnapshotStream(f, 1<<30, 1<<30, func(r io.Reader, check storage.ArchiveCheck) (err error) {
+		tb, err = ReadSnapshotContent(r, check.Verified())
+		return err
+	})
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)
 	}

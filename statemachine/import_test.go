@@ -2,16 +2,11 @@ package statemachine
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"
 	"nacos-lockd/storage/storagetest"
@@ -111,111 +106,6 @@ func TestInstallFresh(t *testing.T) {
 	}
 }
 
-func streamOf(t *testing.T, tb *Table) []byte {
-	t.Helper()
-	db := storagetest.OpenInMemory(t)
-	if err := db.Replace(tb.storedPairs); err != nil {
-		t.Fatal(err)
-	}
-	view := db.View()
-	defer view.Close()
-	var buf bytes.Buffer
-	if err := saveSnapshotStream(view, &buf, make(chan struct{})); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-func TestSnapshotStreamRoundTrip(t *testing.T) {
-	src := goldenV2Table(t)
-	stream := streamOf(t, src)
-	got, err := readSnapshotStream(bytes.NewReader(stream))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got.StateBytes(), src.StateBytes()) || got.tokenBase != 3 {
-		t.Fatal("stream round trip changed the table")
-	}
-	// replaceStore installs it whole: nothing of the old content survives.
-	db := storagetest.OpenInMemory(t)
-	if err := db.Replace(replay(NewTable(), []Command{acq(N, "stale", "ghost", "c", 1, 1<<40, 0)}).storedPairs); err != nil {
-		t.Fatal(err)
-	}
-	if err := replaceStore(db, got); err != nil {
-		t.Fatal(err)
-	}
-	back, err := LoadStore(db)
-	if err != nil || !bytes.Equal(back.StateBytes(), src.StateBytes()) {
-		t.Fatalf("store after replace: %v", err)
-	}
-
-	n := len(stream)
-	bad := bytes.Clone(stream)
-	bad[n/2] ^= 0x10
-	_, err = readSnapshotStream(bytes.NewReader(bad))
-	var mismatch *storage.ChecksumError
-	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "snapshot checksum mismatch: recorded ") {
-		t.Fatalf("corrupt stream: %v", err)
-	}
-	// Format 2 and later without the record: cut short, refused.
-	if _, err := readSnapshotStream(bytes.NewReader(stream[:n-24])); err == nil || !strings.Contains(err.Error(), "without its checksum record") {
-		t.Fatalf("v2 without record: %v", err)
-	}
-	// A format from the future says so.
-	var future bytes.Buffer
-	storage.WriteSnapshotStream(&future, func(w io.Writer) error {
-		_, err := w.Write([]byte(snapshotMagic + "\x09"))
-		return err
-	})
-	if _, err := readSnapshotStream(&future); err == nil || !strings.Contains(err.Error(), "format version 9 is newer than this build understands") {
-		t.Fatalf("future format: %v", err)
-	}
-}
-
-// A node started on a data dir made by InstallFresh (no Raft log yet)
-// serves the installed locks, and its grants get tokens above them.
-func TestStartOnInstalledStore(t *testing.T) {
-	dir := t.TempDir()
-	db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, "locks")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tb, _, err := NewImportedTable(goldenImport(), 900)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := InstallFresh(db, tb); err != nil {
-		t.Fatal(err)
-	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: freeAddr(t)}, db, nil, zerolog.Nop())
-	if err != nil {
-		db.Close()
-		t.Fatal(err)
-	}
-	defer db.Close()
-	defer n.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := n.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	l, err := n.Lock(R, "imported-r")
-	if err != nil || l.Owner != "nacos-owner" || l.Count != 2 || l.Token != 2 || len(l.Waiters) != 1 {
-		t.Fatalf("imported lock on the node: %+v %v", l, err)
-	}
-	st, err := n.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if st.TokenBase != 3 {
-		t.Fatalf("the node did not load the token base: %+v", st)
-	}
-	r := propose(t, n, acq(N, "fresh", "o", "c", 1000, 60000, 0))
-	if !r.Success() || r.Token <= 3 {
-		t.Fatalf("grant after import: %+v, want a token above 3", r)
-	}
-}
-
 // TestNodesOfImportedConns: the dead-node monitor's queries group
 // connections by the node their id names. Nacos's ids (no node) and
 // foreign ones, as an imported snapshot carries them, fall under "": no
@@ -253,4 +143,108 @@ func TestNodesOfImportedConns(t *testing.T) {
 			t.Errorf("conns of node %q: %q, want %q", node, got, want)
 		}
 	}
+}
+
+func streamOf(t *testing.T, tb *Table) []byte {
+	t.Helper()
+	db := storagetest.OpenInMemory(t)
+	if err := db.Replace(tb.StoredPairs); err != nil {
+		t.Fatal(err)
+	}
+	return storedStream(t, db)
+}
+
+// storedStream writes what db holds as a Raft snapshot stream, as the
+// replica's SaveSnapshot does: the content in an archive with its checksum
+// record.
+func storedStream(t *testing.T, db *storage.DB) []byte {
+	t.Helper()
+	view := db.View()
+	defer view.Close()
+	var buf bytes.Buffer
+	err := storage.WriteSnapshotStream(&buf, func(w io.Writer) error {
+		return WriteStoredSnapshot(w, view, func() error { return nil })
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// readStream reads a Raft snapshot stream, as the replica's
+// RecoverFromSnapshot does.
+func readStream(r io.Reader) (*Table, error) {
+	var tb *Table
+	err := storage.ReadSnapshotStream(r, 1<<30, 1<<30, func(r io.Reader, check storage.ArchiveCheck) (err error) {
+		tb, err = ReadSnapshotContent(r, check.Verified())
+		return err
+	})
+	return tb, err
+}
+
+func TestSnapshotStreamRoundTrip(t *testing.T) {
+	src := goldenV2Table(t)
+	stream := streamOf(t, src)
+	got, err := readStream(bytes.NewReader(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.StateBytes(), src.StateBytes()) || got.tokenBase != 3 {
+		t.Fatal("stream round trip changed the table")
+	}
+	// Replace installs it whole: nothing of the old content survives.
+	db := storagetest.OpenInMemory(t)
+	if err := db.Replace(replay(NewTable(), []Command{acq(N, "stale", "ghost", "c", 1, 1<<40, 0)}).StoredPairs); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Replace(got.StoredPairs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadStore(db)
+	if err != nil || !bytes.Equal(back.StateBytes(), src.StateBytes()) {
+		t.Fatalf("store after replace: %v", err)
+	}
+
+	n := len(stream)
+	bad := bytes.Clone(stream)
+	bad[n/2] ^= 0x10
+	_, err = readStream(bytes.NewReader(bad))
+	var mismatch *storage.ChecksumError
+	if !errors.As(err, &mismatch) || !strings.Contains(err.Error(), "snapshot checksum mismatch: recorded ") {
+		t.Fatalf("corrupt stream: %v", err)
+	}
+	// Format 2 and later without the record: cut short, refused.
+	if _, err := readStream(bytes.NewReader(stream[:n-24])); err == nil || !strings.Contains(err.Error(), "without its checksum record") {
+		t.Fatalf("v2 without record: %v", err)
+	}
+	// A format from the future says so.
+	var future bytes.Buffer
+	storage.WriteSnapshotStream(&future, func(w io.Writer) error {
+		_, err := w.Write([]byte(snapshotMagic + "\x09"))
+		return err
+	})
+	if _, err := readStream(&future); err == nil || !strings.Contains(err.Error(), "format version 9 is newer than this build understands") {
+		t.Fatalf("future format: %v", err)
+	}
+}
+
+// A table loaded from its store rebuilds every derived index: the
+// invariants hold on it, not only its records.
+func TestLoadStoreRebuildsIndexes(t *testing.T) {
+	src := NewTable()
+	for i, c := range randomCommands(21, 1500) {
+		src.Apply(uint64(i+1), c)
+	}
+	db := storagetest.OpenInMemory(t)
+	if err := db.Replace(src.StoredPairs); err != nil {
+		t.Fatal(err)
+	}
+	back, err := LoadStore(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(back.StateBytes(), src.StateBytes()) {
+		t.Fatal("loaded table differs from the one stored")
+	}
+	checkInvariants(t, back)
 }

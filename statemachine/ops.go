@@ -84,8 +84,8 @@ func (c Command) valid() bool {
 		(s.needs&needToken == 0 || c.Token != 0)
 }
 
-// groupable reports whether op may share an entry with other commands.
-func groupable(op Op) bool {
+// Groupable reports whether op may share an entry with other commands.
+func Groupable(op Op) bool {
 	s, _ := op.spec()
 	return s.groupable
 }

@@ -60,11 +60,16 @@ type WaiterInfo struct {
 // and not yet claimed: group commit's hint (Node.inHandOff), read on every
 // blocking acquire, so it answers a bool instead of copying the lock and
 // its queue as LockQuery does.
-type handOffQuery struct {
+type HandOffQuery struct {
 	Kind  Kind
 	Key   string
 	Owner string
 }
+
+// NacosMonitorHelp is the help text of Nacos's nacos_monitor series: the
+// gateway's request counters and the replica's aliveLockCount (Stats.Held)
+// share the name, and every registration of it must use the same text.
+const NacosMonitorHelp = "Nacos lock module series: request counters (success = granted, released or renewed) and aliveLockCount (held locks)."
 
 // StatsQuery asks for table-wide figures.
 type StatsQuery struct{}
@@ -82,13 +87,15 @@ type Stats struct {
 	TokenBase uint64
 }
 
-func (t *Table) lookup(q interface{}) (interface{}, error) {
+// Lookup answers one of the query values in this file, as the replica's
+// reads ask them.
+func (t *Table) Lookup(q interface{}) (interface{}, error) {
 	switch q := q.(type) {
 	case ExpiredQuery:
 		return t.Expired(q.NowMs, q.Limit), nil
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
-	case handOffQuery:
+	case HandOffQuery:
 		l, ok := t.locks[lockID{q.Kind, q.Key}]
 		return ok && l.unclaimed && l.owner != q.Owner, nil
 	case StatsQuery:
@@ -99,15 +106,15 @@ func (t *Table) lookup(q interface{}) (interface{}, error) {
 		return t.Conns(q.Node), nil
 	case ListQuery:
 		return t.List(q), nil
-	case stateQuery:
+	case StateQuery:
 		return t.StateBytes(), nil
 	}
 	return nil, fmt.Errorf("unknown lookup %T", q)
 }
 
-// stateQuery reads the whole table as snapshot content: what tests compare
+// StateQuery reads the whole table as snapshot content: what tests compare
 // across replicas.
-type stateQuery struct{}
+type StateQuery struct{}
 
 // Expired lists leases that ended before nowMs, oldest first.
 func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {

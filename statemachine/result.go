@@ -38,9 +38,11 @@ func (r Result) Success() bool { return r.Code == CodeOK }
 func refused(code Code) Result { return Result{Code: code, WaitPosition: -1} }
 
 // encodeResult packs a Result into dragonboat's sm.Result data.
-func encodeResult(r Result) []byte { return appendResult(make([]byte, 0, 16), r) }
+// EncodeResult is a result as an entry's result data carries it.
+func EncodeResult(r Result) []byte { return appendResult(make([]byte, 0, 16), r) }
 
-func decodeResult(b []byte) (Result, error) {
+// DecodeResult reads EncodeResult's bytes.
+func DecodeResult(b []byte) (Result, error) {
 	r := reader{b: b}
 	res := readResult(&r)
 	return res, r.err

@@ -1,28 +1,33 @@
 package statemachine
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-
-	sm "github.com/lni/dragonboat/v4/statemachine"
-
-	"nacos-lockd/storage"
 )
 
-// kvReader is what loading a table needs from storage: a DB or a View.
-type kvReader interface {
-	Get(key []byte) ([]byte, error)
+// StoreReader is what loading a table needs from its key/value store
+// (storage.DB and storage.View are ones).
+type StoreReader interface {
 	Scan(prefix []byte, fn func(key, val []byte) error) error
+}
+
+// Store is a key/value store a whole table can be installed in
+// (storage.DB is one).
+type Store interface {
+	StoreReader
+	// Replace makes the store hold exactly the pairs given, atomically.
+	Replace(pairs func(put func(key, val []byte) error) error) error
 }
 
 // readStoredMeta reads the table metadata; absent keys are zero (an empty
 // store, or one written before the key existed).
-func readStoredMeta(r kvReader) (snapshotMeta, error) {
+func readStoredMeta(r StoreReader) (snapshotMeta, error) {
 	var m snapshotMeta
 	var clock uint64
-	for _, f := range []struct {
+	fields := []struct {
 		key []byte
 		dst *uint64
 	}{
@@ -30,17 +35,22 @@ func readStoredMeta(r kvReader) (snapshotMeta, error) {
 		{keyClock, &clock},
 		{keyFence, &m.fence},
 		{keyTokenBase, &m.tokenBase},
-	} {
-		b, err := r.Get(f.key)
-		if errors.Is(err, storage.ErrNotFound) {
-			continue
+	}
+	err := r.Scan([]byte{metaPrefix}, func(key, val []byte) error {
+		for _, f := range fields {
+			if !bytes.Equal(key, f.key) {
+				continue
+			}
+			v, err := decodeUint(val)
+			if err != nil {
+				return fmt.Errorf("read %s: %w", f.key, err)
+			}
+			*f.dst = v
 		}
-		if err != nil {
-			return m, fmt.Errorf("read %s: %w", f.key, err)
-		}
-		if *f.dst, err = decodeUint(b); err != nil {
-			return m, fmt.Errorf("read %s: %w", f.key, err)
-		}
+		return nil
+	})
+	if err != nil {
+		return m, err
 	}
 	m.clock = int64(clock)
 	if m.tokenBase > maxTokenBase {
@@ -52,9 +62,9 @@ func readStoredMeta(r kvReader) (snapshotMeta, error) {
 // LoadStore reads the whole lock table from a store: what a node loads
 // when it opens, and what `snapshot export` reads from a stopped node's
 // data directory.
-func LoadStore(db *storage.DB) (*Table, error) { return loadStoreFrom(db) }
+func LoadStore(r StoreReader) (*Table, error) { return loadStoreFrom(r) }
 
-func loadStoreFrom(r kvReader) (*Table, error) {
+func loadStoreFrom(r StoreReader) (*Table, error) {
 	m, err := readStoredMeta(r)
 	if err != nil {
 		return nil, err
@@ -82,9 +92,10 @@ func loadStoreFrom(r kvReader) (*Table, error) {
 	return t, nil
 }
 
-// storedPairs yields everything a store holds for t, metadata after the
-// locks and the applied index last (see storage.Batch.Commit).
-func (t *Table) storedPairs(put func(key, val []byte) error) error {
+// StoredPairs yields everything a store holds for t, metadata after the
+// locks and the applied index last (see storage.Batch.Commit): what
+// Store.Replace installs.
+func (t *Table) StoredPairs(put func(key, val []byte) error) error {
 	if err := t.eachRecord(put); err != nil {
 		return err
 	}
@@ -99,68 +110,47 @@ func (t *Table) storedPairs(put func(key, val []byte) error) error {
 	return nil
 }
 
-// saveSnapshotStream writes a storage view as the Raft snapshot stream:
-// a nacos_lock.zip archive of the current format followed by its checksum
-// record (storage.WriteSnapshotStream). It is diskSM.SaveSnapshot's body.
+// WriteStoredSnapshot writes what a store holds as snapshot content in the
+// current format (the "lock" entry of a nacos_lock.zip archive). check runs
+// before each lock and stops the write with its error.
 //
 // Stored records are re-encoded in the current record version: a lock
 // untouched since an upgrade is still stored in an older one, and the
 // snapshot must hold the format's record version only, the same bytes for
 // the same state.
-func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) error {
-	meta, err := readStoredMeta(view)
+func WriteStoredSnapshot(w io.Writer, r StoreReader, check func() error) error {
+	meta, err := readStoredMeta(r)
 	if err != nil {
 		return err
 	}
-	return storage.WriteSnapshotStream(w, func(ew io.Writer) error {
-		return writeSnapshot(ew, meta, func(emit func(key, rec []byte) error) error {
-			return view.Scan([]byte{lockPrefix}, func(key, val []byte) error {
-				select {
-				case <-done:
-					return sm.ErrSnapshotStopped
-				default:
-				}
-				l, err := decodeRecord(val, nil) // re-encoded at once: nothing to share
-				if err != nil {
-					return fmt.Errorf("lock record %q: %w", key, err)
-				}
-				return emit(key, encodeRecord(l))
-			})
+	return writeSnapshot(w, meta, func(emit func(key, rec []byte) error) error {
+		return r.Scan([]byte{lockPrefix}, func(key, val []byte) error {
+			if err := check(); err != nil {
+				return err
+			}
+			l, err := decodeRecord(val, nil) // re-encoded at once: nothing to share
+			if err != nil {
+				return fmt.Errorf("lock record %q: %w", key, err)
+			}
+			return emit(key, encodeRecord(l))
 		})
 	})
 }
 
-// readSnapshotStream parses a Raft snapshot stream into a new table,
-// verifying the archive's checksum. A stream without a checksum record is
-// accepted only if its content is format 1, which predates the record:
-// every later writer adds it, so its absence means the stream was cut.
-func readSnapshotStream(r io.Reader) (*Table, error) {
-	var t *Table
-	err := storage.ReadSnapshotStream(r, maxArchiveBytes, maxEntryBytes, func(er io.Reader, check storage.ArchiveCheck) error {
-		var version uint64
-		var err error
-		t, version, err = readSnapshotVersion(er)
-		if err != nil {
-			return err
-		}
-		if !check.Verified() && version >= 2 {
-			return fmt.Errorf("%w: snapshot format %d without its checksum record (stream cut short?)", errMalformed, version)
-		}
-		return nil
-	})
+// ReadSnapshotContent parses the snapshot content of a Raft snapshot
+// stream into a new table. verified says whether the stream's checksum
+// record was there and matched: content of format 2 or later without it is
+// refused, since every writer of those adds it, so its absence means the
+// stream was cut.
+func ReadSnapshotContent(r io.Reader, verified bool) (*Table, error) {
+	t, version, err := readSnapshotVersion(r)
 	if err != nil {
-		return nil, fmt.Errorf("read snapshot: %w", err)
+		return nil, err
+	}
+	if !verified && version >= 2 {
+		return nil, fmt.Errorf("%w: snapshot format %d without its checksum record (stream cut short?)", errMalformed, version)
 	}
 	return t, nil
-}
-
-// replaceStore makes db hold exactly t (never a merge): diskSM's
-// RecoverFromSnapshot body after readSnapshotStream.
-func replaceStore(db *storage.DB, t *Table) error {
-	if err := db.Replace(t.storedPairs); err != nil {
-		return fmt.Errorf("install snapshot: %w", err)
-	}
-	return nil
 }
 
 // ErrStoreNotEmpty is returned by InstallFresh for a store that holds
@@ -174,7 +164,7 @@ var ErrStoreNotEmpty = errors.New("lock store is not empty")
 // state machine reports, so a higher one would swallow new commands), and
 // its token base rises to its fence, so every grant on the new log gets a
 // token above every token t ever handed out.
-func InstallFresh(db *storage.DB, t *Table) error {
+func InstallFresh(db Store, t *Table) error {
 	empty := true
 	err := db.Scan(nil, func(_, _ []byte) error {
 		empty = false
@@ -188,7 +178,7 @@ func InstallFresh(db *storage.DB, t *Table) error {
 	}
 	t.applied = 0
 	t.tokenBase = max(t.tokenBase, t.fence)
-	if err := db.Replace(t.storedPairs); err != nil {
+	if err := db.Replace(t.StoredPairs); err != nil {
 		return fmt.Errorf("install lock table: %w", err)
 	}
 	return nil

@@ -530,9 +530,40 @@ func (t *Table) takeDirty() []lockID {
 	return ids
 }
 
-// takeNotifications returns the grants to waiters since the last call, in
+// Changed reports how many locks changed since the changes were last
+// written or discarded.
+func (t *Table) Changed() int { return len(t.dirty) }
+
+// ChangeWriter receives a table's changes as key/value writes
+// (storage.Batch is one).
+type ChangeWriter interface {
+	Set(key, val []byte)
+	Delete(key []byte)
+}
+
+// WriteChanges writes every lock changed since the last call (or
+// DiscardChanges), in key order, then the clock, the fence and the applied
+// index, last (see storage.Batch.Commit), and forgets the changes.
+func (t *Table) WriteChanges(w ChangeWriter) {
+	for _, id := range t.takeDirty() {
+		if l, ok := t.locks[id]; ok {
+			w.Set(lockKey(id), encodeRecord(l))
+		} else {
+			w.Delete(lockKey(id))
+		}
+	}
+	w.Set(keyClock, encodeUint(uint64(t.clock)))
+	w.Set(keyFence, encodeUint(t.fence))
+	w.Set(keyApplied, encodeUint(t.applied))
+}
+
+// DiscardChanges forgets the changed locks of a table that is never
+// written (an in-memory table).
+func (t *Table) DiscardChanges() { clear(t.dirty) }
+
+// TakeNotifications returns the grants to waiters since the last call, in
 // the order they were made.
-func (t *Table) takeNotifications() []Notification {
+func (t *Table) TakeNotifications() []Notification {
 	n := t.notes
 	t.notes = nil
 	return n

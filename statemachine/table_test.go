@@ -286,7 +286,7 @@ func TestWaitQueue(t *testing.T) {
 			{acq(R, "k", "b", "c2", 130, 2000, 5000), queued(0)}, // a retry keeps its place
 			{rel(R, "k", "a", 200), ok(0, 0)},                    // index 5 hands the lock to b
 		})
-		if n := tb.takeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
+		if n := tb.TakeNotifications(); !slices.Equal(n, []Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: 5}}) {
 			t.Fatalf("notifications: %+v", n)
 		}
 		l := tb.Lock(R, "k")
@@ -308,7 +308,7 @@ func TestWaitQueue(t *testing.T) {
 		if got := tb.Apply(10, rel(R, "k", "b", 330)); got != ok(0, 0) {
 			t.Fatalf("final release: %+v", got)
 		}
-		if n := tb.takeNotifications(); len(n) != 1 || n[0].Owner != "c" || n[0].Token != 10 {
+		if n := tb.TakeNotifications(); len(n) != 1 || n[0].Owner != "c" || n[0].Token != 10 {
 			t.Fatalf("second hand-off notifications: %+v", n)
 		}
 		checkInvariants(t, tb)
@@ -330,7 +330,7 @@ func TestWaitQueue(t *testing.T) {
 			{acq(N, "k", "b", "c2", 110, 1000, 500), queued(0)},
 			{rel(N, "k", "a", 610), ok(0, 0)},
 		})
-		if tb.Lock(N, "k").Found || len(tb.takeNotifications()) != 0 {
+		if tb.Lock(N, "k").Found || len(tb.TakeNotifications()) != 0 {
 			t.Fatal("lock handed to a dead waiter")
 		}
 	})
@@ -367,7 +367,7 @@ func TestWaitQueue(t *testing.T) {
 		if l := tb.Lock(N, "k"); l.Owner != "c" || l.Token != 5 {
 			t.Fatalf("after cancel: %+v", l)
 		}
-		if n := tb.takeNotifications(); len(n) != 2 || n[1].Owner != "c" {
+		if n := tb.TakeNotifications(); len(n) != 2 || n[1].Owner != "c" {
 			t.Fatalf("notifications: %+v", n)
 		}
 	})
@@ -432,7 +432,7 @@ func TestCleanupConnection(t *testing.T) {
 	if l := tb.Lock(N, "k3"); l.Owner != "z" || len(l.Waiters) != 0 {
 		t.Fatalf("k3: %+v", l)
 	}
-	if n := tb.takeNotifications(); len(n) != 1 || n[0].Owner != "b" {
+	if n := tb.TakeNotifications(); len(n) != 1 || n[0].Owner != "b" {
 		t.Fatalf("notifications: %+v", n)
 	}
 	if _, ok := tb.conns["c1"]; ok {

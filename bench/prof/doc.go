@@ -1,5 +1,5 @@
 // Package prof holds go test -bench harnesses that take nacos-lockd apart
-// for profiling: the replicated table alone (statemachine.Node over
+// for profiling: the replicated table alone (replica.Node over
 // badger, no gRPC), raw dragonboat with a no-op state machine, and the
 // table's apply path alone. They run on the real disk in a temporary
 // directory. Compare figures only within one run (benchstat -A/B, or the

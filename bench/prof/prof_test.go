@@ -17,6 +17,7 @@ import (
 	sm "github.com/lni/dragonboat/v4/statemachine"
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -39,14 +40,14 @@ func quiet() {
 
 // startNode starts the real replicated table the way cmd/nacos-lockd
 // does (single node, 1 ms RTT, election 10 ticks).
-func startNode(tb testing.TB) *statemachine.Node {
+func startNode(tb testing.TB) *replica.Node {
 	tb.Helper()
 	dir := tb.TempDir()
 	db, err := storage.Open(storage.Config{Dir: dir + "/locks", Logger: zerolog.Nop()})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	n, err := statemachine.Start(statemachine.RaftConfig{
+	n, err := replica.Start(replica.RaftConfig{
 		NodeHostDir: dir + "/raft", RaftAddress: freeAddr(tb), ReplicaID: 1,
 		RTTMillisecond: 1, ElectionRTT: 10, HeartbeatRTT: 1, CoalesceWindow: coalesceWindow(tb),
 	}, db, func([]statemachine.Notification) {}, zerolog.Nop())

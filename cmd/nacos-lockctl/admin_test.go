@@ -25,7 +25,7 @@ import (
 	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica"
 	"nacos-lockd/storage"
 )
 
@@ -85,7 +85,7 @@ func startNode(t *testing.T, withAuth bool) *node {
 	}
 	raftAddr := raft.Addr().String()
 	raft.Close()
-	sm, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr, Metrics: n.reg}, db, gw.Notify, log)
+	sm, err := replica.Start(replica.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr, Metrics: n.reg}, db, gw.Notify, log)
 	if err != nil {
 		db.Close()
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type config struct {
 	identity    [2]string // nacos.core.auth.server.identity.key/value: lets nodes join a cluster with auth on
 	importNacos string    // a Nacos lock snapshot to import into an empty data dir first
 	testHooks   string    // TEST ONLY: the chaos suite's fault control file (testhooks.go, -tags testhooks)
-	// coalesceWindow is statemachine.RaftConfig.CoalesceWindow: how long
+	// coalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
 }

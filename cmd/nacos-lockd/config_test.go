@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica"
 )
 
 func noEnv(string) string { return "" }
@@ -26,7 +26,7 @@ func TestParseConfig(t *testing.T) {
 		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.Host != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
 			t.Fatalf("%+v", cfg)
 		}
-		if cfg.coalesceWindow != statemachine.DefaultCoalesceWindow {
+		if cfg.coalesceWindow != replica.DefaultCoalesceWindow {
 			t.Fatalf("coalesce window %s", cfg.coalesceWindow)
 		}
 	})

@@ -33,8 +33,8 @@ import (
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth"
+	"nacos-lockd/replica"
 	"nacos-lockd/settings"
-	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
@@ -100,7 +100,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		return err
 	}
 	raftDir := filepath.Join(cfg.dataDir, "raft")
-	replicaID, restarted, err := statemachine.StoredReplicaID(raftDir)
+	replicaID, restarted, err := replica.StoredReplicaID(raftDir)
 	switch {
 	case err != nil:
 		return err
@@ -218,7 +218,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 		defer stopWatch()
 		go watchNames(watchCtx, cfg.members, self, sysHost, log, 5*time.Second)
 	}
-	node, err := statemachine.Start(statemachine.RaftConfig{
+	node, err := replica.Start(replica.RaftConfig{
 		NodeHostDir: raftDir,
 		RaftAddress: self.RaftAddress(),
 		ReplicaID:   replicaID,
@@ -343,7 +343,7 @@ func newAuthenticator(cfg config, log zerolog.Logger) (*auth.Authenticator, erro
 // stderr, for the person who just started the server: what runs and its
 // role, then where clients and operators connect. Cluster members are
 // listed by `nacos-lockctl cluster list`.
-func printBanner(w io.Writer, cfg config, replicaID uint64, node *statemachine.Node, peers *peerDirectory, httpsMain bool) {
+func printBanner(w io.Writer, cfg config, replicaID uint64, node *replica.Node, peers *peerDirectory, httpsMain bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	members, err := node.Membership(ctx)

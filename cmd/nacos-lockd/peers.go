@@ -15,14 +15,14 @@ import (
 
 	"nacos-lockd/compat"
 	"nacos-lockd/gateway/admin"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica"
 )
 
 // peerDirectory maps between cluster.conf addresses, Raft addresses and
 // replica ids, for the admin API and the dead-node monitor.
 type peerDirectory struct {
 	byRaft   map[string]compat.Member // cluster.conf members by Raft address
-	node     *statemachine.Node       // set once Raft has started
+	node     *replica.Node            // set once Raft has started
 	scheme   string                   // of the members' main ports: http, or https with server.ssl
 	identity [2]string                // server identity header, sent when joining
 	client   *http.Client

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -246,13 +247,13 @@ func freeRaftAddr(t *testing.T) string {
 }
 
 // startNode starts a single replica on a data dir, as main does.
-func startNode(t *testing.T, dataDir string) (*statemachine.Node, *storage.DB) {
+func startNode(t *testing.T, dataDir string) (*replica.Node, *storage.DB) {
 	t.Helper()
 	db, err := storage.Open(storage.Config{Dir: filepath.Join(dataDir, dataDirLocks)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dataDir, dataDirRaft), RaftAddress: freeRaftAddr(t)}, db, nil, zerolog.Nop())
+	n, err := replica.Start(replica.RaftConfig{NodeHostDir: filepath.Join(dataDir, dataDirRaft), RaftAddress: freeRaftAddr(t)}, db, nil, zerolog.Nop())
 	if err != nil {
 		db.Close()
 		t.Fatal(err)
@@ -267,7 +268,7 @@ func startNode(t *testing.T, dataDir string) (*statemachine.Node, *storage.DB) {
 	return n, db
 }
 
-func acquire(t *testing.T, n *statemachine.Node, kind statemachine.Kind, key, owner string, now int64) statemachine.Result {
+func acquire(t *testing.T, n *replica.Node, kind statemachine.Kind, key, owner string, now int64) statemachine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

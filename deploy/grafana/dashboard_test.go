@@ -17,7 +17,7 @@ import (
 
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
-	"nacos-lockd/statemachine"
+	"nacos-lockd/replica"
 	"nacos-lockd/storage"
 )
 
@@ -99,7 +99,7 @@ func exported(t *testing.T) map[string]*family {
 	}
 	raftAddr := l.Addr().String()
 	l.Close()
-	node, err := statemachine.Start(statemachine.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr, Metrics: rec}, db, nil, zerolog.Nop())
+	node, err := replica.Start(replica.RaftConfig{NodeHostDir: filepath.Join(dir, "raft"), RaftAddress: raftAddr, Metrics: rec}, db, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 )
 
 // Locks is what the lock routes need from the replicated lock table
-// (*statemachine.Node; *statemachine.Local in tests). Reads are
+// (*replica.Node; *replicatest.Local in tests). Reads are
 // linearizable (ReadIndex) unless stale, which reads the local replica.
 type Locks interface {
 	// ListLocks returns one page of held locks in (type, key) order;

@@ -1,9 +1,11 @@
-package statemachine
+package replica
 
 import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"nacos-lockd/statemachine"
 )
 
 // nodeMetrics are the replica's Prometheus series; nil records nothing.
@@ -43,7 +45,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			Name: "nacoslockd_raft_coalesced_commands", Help: "Renews per coalesced log entry.",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 	}
-	stat := func(f func(Stats) float64) func() float64 {
+	stat := func(f func(statemachine.Stats) float64) func() float64 {
 		return func() float64 {
 			st, err := n.Stats()
 			if err != nil {
@@ -54,25 +56,25 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 	}
 	reg.MustRegister(m.propose, m.leaderChanges, m.term, m.isLeader, m.snapshotBytes, m.snapshotTime, m.snapshotsSaved, m.coalesced,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_locks_held", Help: "Held locks in the table."},
-			stat(func(s Stats) float64 { return float64(s.Held) })),
+			stat(func(s statemachine.Stats) float64 { return float64(s.Held) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_lock_waiters", Help: "Queued waiters in the table."},
-			stat(func(s Stats) float64 { return float64(s.Queued) })),
+			stat(func(s statemachine.Stats) float64 { return float64(s.Queued) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_fencing_token_high_water", Help: "Highest fencing token ever granted."},
-			stat(func(s Stats) float64 { return float64(s.Fence) })),
+			stat(func(s statemachine.Stats) float64 { return float64(s.Fence) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_raft_applied_index", Help: "Index of the last applied entry."},
-			stat(func(s Stats) float64 { return float64(s.Applied) })),
+			stat(func(s statemachine.Stats) float64 { return float64(s.Applied) })),
 		// Nacos's aliveLockCount, which Nacos never updates; ours is real.
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacos_monitor", Help: NacosMonitorHelp,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacos_monitor", Help: statemachine.NacosMonitorHelp,
 			ConstLabels: prometheus.Labels{"module": "lock", "name": "aliveLockCount"}},
-			stat(func(s Stats) float64 { return float64(s.Held) })),
+			stat(func(s statemachine.Stats) float64 { return float64(s.Held) })),
 	)
-	for _, op := range []Op{OpAcquire, OpRelease, OpRenew, OpCancelWait, OpExpire, OpCleanupConnection, OpForceRelease, OpClaim} {
+	for _, op := range []statemachine.Op{statemachine.OpAcquire, statemachine.OpRelease, statemachine.OpRenew, statemachine.OpCancelWait, statemachine.OpExpire, statemachine.OpCleanupConnection, statemachine.OpForceRelease, statemachine.OpClaim} {
 		m.propose.WithLabelValues(op.String())
 	}
 	return m
 }
 
-func (m *nodeMetrics) proposed(op Op, d time.Duration) {
+func (m *nodeMetrics) proposed(op statemachine.Op, d time.Duration) {
 	if m != nil {
 		m.propose.WithLabelValues(op.String()).Observe(d.Seconds())
 	}
@@ -105,7 +107,3 @@ func (m *nodeMetrics) snapshot(size int64, d time.Duration) {
 	m.snapshotBytes.Set(float64(size))
 	m.snapshotTime.Observe(d.Seconds())
 }
-
-// NacosMonitorHelp is the help text of Nacos's nacos_monitor series; every
-// registration of the name must use the same text.
-const NacosMonitorHelp = "Nacos lock module series: request counters (success = granted, released or renewed) and aliveLockCount (held locks)."

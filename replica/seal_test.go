@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"context"
@@ -9,9 +9,11 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"
+
+	"nacos-lockd/statemachine"
 )
 
-func startInstalled(t *testing.T, dir string, cfg RaftConfig, install *Table) *Node {
+func startInstalled(t *testing.T, dir string, cfg RaftConfig, install *statemachine.Table) *Node {
 	t.Helper()
 	db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, "locks")})
 	if err != nil {
@@ -19,7 +21,7 @@ func startInstalled(t *testing.T, dir string, cfg RaftConfig, install *Table) *N
 	}
 	t.Cleanup(func() { db.Close() })
 	if install != nil {
-		if err := InstallFresh(db, install); err != nil {
+		if err := statemachine.InstallFresh(db, install); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -44,7 +46,7 @@ func TestJoinAfterSealedImport(t *testing.T) {
 		t.Skip("two Raft replicas")
 	}
 	base := t.TempDir()
-	tb, _, err := NewImportedTable(goldenImport(), 900)
+	tb, _, err := statemachine.NewImportedTable(goldenImport(), 900)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"github.com/lni/dragonboat/v4"
 
 	"nacos-lockd/settings"
+
+	"nacos-lockd/statemachine"
 )
 
 // DefaultCoalesceWindow is how long renews that come in quick succession
@@ -64,7 +66,7 @@ type groupCommit struct {
 }
 
 type pendingCmd struct {
-	cmd      Command
+	cmd      statemachine.Command
 	deadline time.Time
 	start    time.Time
 	out      chan outcome // buffered: a result never blocks on a caller that left
@@ -77,7 +79,7 @@ type pendingCmd struct {
 }
 
 type outcome struct {
-	res Result
+	res statemachine.Result
 	err error
 }
 
@@ -90,16 +92,16 @@ var errClosing = fmt.Errorf("%w: node closing", ErrUnavailable)
 // propose queues cmd and waits for its result. A command still queued when
 // its ctx ends was never proposed; one proposed whose ctx ends first is
 // ambiguous, exactly like a timed-out direct proposal.
-func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) {
+func (g *groupCommit) propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error) {
 	p, err := g.enqueue(ctx, cmd, true)
 	if err != nil {
-		return Result{}, err
+		return statemachine.Result{}, err
 	}
 	select {
 	case o := <-p.out:
 		return o.res, o.err
 	case <-ctx.Done():
-		return Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, ctx.Err())
+		return statemachine.Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, ctx.Err())
 	}
 }
 
@@ -107,14 +109,14 @@ func (g *groupCommit) propose(ctx context.Context, cmd Command) (Result, error) 
 // before enqueue returns; with wait set this goroutine then waits for the
 // entry's result and hands it out (so a lone command costs no goroutine
 // switch). Without wait it is recorded (see record).
-func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pendingCmd, error) {
+func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wait bool) (*pendingCmd, error) {
 	now := time.Now()
 	deadline, ok := ctx.Deadline()
 	if !ok {
 		deadline = now.Add(10 * time.Second)
 	}
 	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1), ordered: !wait}
-	handOff := cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.n != nil && g.n.inHandOff(cmd)
+	handOff := cmd.Op == statemachine.OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.n != nil && g.n.inHandOff(cmd)
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -125,18 +127,18 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 		g.following = true
 	}
 	switch {
-	case cmd.Op == OpRenew:
+	case cmd.Op == statemachine.OpRenew:
 		quiet := now.Sub(g.lastRenew) > g.window
 		g.lastRenew = now
 		p.mayWait = true
-		if !quiet && g.canWait() && len(g.queue) < MaxBatch {
+		if !quiet && g.canWait() && len(g.queue) < statemachine.MaxBatch {
 			// Renews in quick succession: wait out the window for more.
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
 		}
-	case cmd.Op == OpClaim && g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs,
-		cmd.Op == OpAcquire && cmd.WaitMs > 0 && g.window > 0 && (handOff || g.claimQueued(cmd)):
+	case cmd.Op == statemachine.OpClaim && g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs,
+		cmd.Op == statemachine.OpAcquire && cmd.WaitMs > 0 && g.window > 0 && (handOff || g.claimQueued(cmd)):
 		// A claim's record: its caller already has its answer, and the
 		// next command for the lock (the new holder's release) usually
 		// follows within a round trip. Waiting for it lets them share an
@@ -146,7 +148,7 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 		// queued) is usually the previous holder queueing again: its
 		// answer is a place in the queue, and it rides along too.
 		p.mayWait = true
-		if g.canWait() && len(g.queue) < MaxBatch {
+		if g.canWait() && len(g.queue) < statemachine.MaxBatch {
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
@@ -166,7 +168,7 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd Command, wait bool) (*pen
 
 // record queues cmd behind everything queued before it and returns at
 // once; the channel delivers its outcome once committed (or failed).
-func (g *groupCommit) record(ctx context.Context, cmd Command) (<-chan outcome, error) {
+func (g *groupCommit) record(ctx context.Context, cmd statemachine.Command) (<-chan outcome, error) {
 	p, err := g.enqueue(ctx, cmd, false)
 	if err != nil {
 		return nil, err
@@ -189,16 +191,16 @@ func (g *groupCommit) canWait() bool {
 // another owner who has not claimed it yet: a hand-off under way. It is a
 // hint for when to propose, never a rule of the table (a stale read only
 // makes a command wait out the window or not).
-func (n *Node) inHandOff(cmd Command) bool {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, handOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
+func (n *Node) inHandOff(cmd statemachine.Command) bool {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.HandOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
 	return err == nil && v.(bool)
 }
 
 // claimQueued reports whether a claim's record for cmd's lock is queued
 // (mu held).
-func (g *groupCommit) claimQueued(cmd Command) bool {
+func (g *groupCommit) claimQueued(cmd statemachine.Command) bool {
 	for _, p := range g.queue {
-		if p.cmd.Op == OpClaim && sameLock(p.cmd, cmd) {
+		if p.cmd.Op == statemachine.OpClaim && statemachine.SameLock(p.cmd, cmd) {
 			return true
 		}
 	}
@@ -276,9 +278,9 @@ func (g *groupCommit) slotFree() bool {
 
 // inFlightHas reports whether an entry in flight carries a command for
 // cmd's lock (mu held).
-func (g *groupCommit) inFlightHas(cmd Command) bool {
+func (g *groupCommit) inFlightHas(cmd statemachine.Command) bool {
 	for _, s := range g.flying {
-		if hasLock(s.batch, cmd) {
+		if carries(s.batch, cmd) {
 			return true
 		}
 	}
@@ -318,91 +320,31 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 }
 
 // take removes the next entry's commands from the front of the queue (mu
-// held): everything in order up to MaxBatch, except that
-//   - a command that touches more than one lock (CLEANUP_CONNECTION,
-//     FORCE_RELEASE) goes alone;
-//   - each lock gets at most one ACQUIRE, placed after the lock's other
-//     commands (frame version 5, see batch.go): a second ACQUIRE for the
-//     lock, or a command from the same owner or connection as that
-//     ACQUIRE, waits for the next entry, and so does everything after it
-//     for that lock.
-//
-// Moving an ACQUIRE behind later commands of other clients is a
-// serialisation they cannot tell apart: none of them has been answered.
-// It never returns an empty batch while the queue holds a command whose
-// deadline is ahead.
+// held), by statemachine's grouping rule (TakeEntry). Commands whose
+// deadline passed while queued were never proposed: they fail here.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
-	var batch, acquires, rest []*pendingCmd
-	i := 0
-	for ; i < len(g.queue); i++ {
-		p := g.queue[i]
+	entry, rest := statemachine.TakeEntry(g.queue, pendingCommand, func(p *pendingCmd) bool {
 		if now.After(p.deadline) {
 			p.out <- outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)}
-			continue
+			return true
 		}
-		if !groupable(p.cmd.Op) {
-			if len(batch) == 0 && len(acquires) == 0 && len(rest) == 0 {
-				batch = append(batch, p)
-				i++
-			}
-			break
-		}
-		if len(batch)+len(acquires) == MaxBatch {
-			break
-		}
-		if len(batch) > 0 && !groupable(batch[0].cmd.Op) {
-			break
-		}
-		if hasLock(rest, p.cmd) {
-			rest = append(rest, p)
-			continue
-		}
-		if a := lockCmd(acquires, p.cmd); a != nil {
-			if p.cmd.Op == OpAcquire || sameCaller(a.cmd, p.cmd) {
-				rest = append(rest, p)
-				continue
-			}
-		}
-		if p.cmd.Op == OpAcquire {
-			acquires = append(acquires, p)
-		} else {
-			batch = append(batch, p)
+		return false
+	})
+	g.queue = rest
+	return entry
+}
+
+func pendingCommand(p *pendingCmd) *statemachine.Command { return &p.cmd }
+
+// carries reports whether batch holds a command for cmd's lock.
+func carries(batch []*pendingCmd, cmd statemachine.Command) bool {
+	for _, p := range batch {
+		if statemachine.SameLock(p.cmd, cmd) {
+			return true
 		}
 	}
-	g.queue = append(rest, g.queue[i:]...)
-	return append(batch, acquires...)
+	return false
 }
-
-// lockCmd returns the first command in cmds for cmd's lock, if any.
-func lockCmd(cmds []*pendingCmd, cmd Command) *pendingCmd {
-	for _, p := range cmds {
-		if sameLock(p.cmd, cmd) {
-			return p
-		}
-	}
-	return nil
-}
-
-func sameLock(a, b Command) bool { return a.Kind == b.Kind && a.Key == b.Key }
-
-// sameCaller reports whether two commands may come from one client, whose
-// own order must be kept.
-func sameCaller(a, b Command) bool {
-	return a.Owner == b.Owner || (a.ConnID != "" && a.ConnID == b.ConnID)
-}
-
-// batchVersion is the frame version a batch needs: 5 when a lock has more
-// than one command in it, else 4, which older builds read.
-func batchVersion(batch []*pendingCmd) byte {
-	for i, p := range batch {
-		if hasLock(batch[i+1:], p.cmd) {
-			return sharedLockBatchVersion
-		}
-	}
-	return commandBatchVersion
-}
-
-func hasLock(batch []*pendingCmd, cmd Command) bool { return lockCmd(batch, cmd) != nil }
 
 // submit proposes batch as one entry. Its timeout is the latest of its
 // callers' deadlines: an earlier caller may give up, the others still
@@ -412,17 +354,8 @@ func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*drago
 	return g.n.nh.Propose(g.n.session, entryFor(batch), timeout)
 }
 
-// entryFor encodes batch as one log entry.
-func entryFor(batch []*pendingCmd) []byte {
-	if len(batch) == 1 { // the plain encoding: cheaper, and readable by every build
-		return batch[0].cmd.Encode()
-	}
-	cmds := make([][]byte, len(batch))
-	for i, p := range batch {
-		cmds[i] = p.cmd.Encode()
-	}
-	return encodeBatch(batchVersion(batch), cmds)
-}
+// entryFor encodes batch as one log entry (EncodeEntry).
+func entryFor(batch []*pendingCmd) []byte { return statemachine.EncodeEntry(batch, pendingCommand) }
 
 // await waits for one entry, hands every caller its result, and proposes
 // what queued meanwhile; that entry gets a goroutine of its own, so a
@@ -478,7 +411,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 	data := r.GetResult().Data
 	if len(s.batch) == 1 {
 		p := s.batch[0]
-		res, err := decodeResult(data)
+		res, err := statemachine.DecodeResult(data)
 		if err != nil {
 			err = fmt.Errorf("decode %s result: %w", p.cmd.Op, err)
 		} else {
@@ -487,7 +420,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 		p.out <- outcome{res, err}
 		return
 	}
-	rs, err := decodeResults(data)
+	rs, err := statemachine.DecodeResults(data)
 	if err == nil && len(rs) != len(s.batch) {
 		err = fmt.Errorf("%d results for %d commands", len(rs), len(s.batch))
 	}

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"context"
@@ -23,6 +23,8 @@ import (
 
 	"nacos-lockd/settings"
 	"nacos-lockd/storage"
+
+	"nacos-lockd/statemachine"
 )
 
 // ErrUnavailable means the command could not be committed in time (no
@@ -213,7 +215,7 @@ func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
 // Propose commits cmd and returns its result. ctx must carry a deadline.
 // With batching on, commands are proposed in the order they arrive and
 // may share an entry with others (coalesce.go).
-func (n *Node) Propose(ctx context.Context, cmd Command) (Result, error) {
+func (n *Node) Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error) {
 	if n.gc != nil {
 		return n.gc.propose(ctx, cmd)
 	}
@@ -231,7 +233,7 @@ var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
 // meanwhile, but a recorded command is failed instead). The channel delivers
 // nil once cmd is committed, whatever its result, or why it was not. ctx's
 // deadline bounds how long cmd may take.
-func (n *Node) Record(ctx context.Context, cmd Command) (<-chan error, error) {
+func (n *Node) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
 	if n.gc == nil {
 		return nil, ErrNotOrdered
 	}
@@ -245,15 +247,15 @@ func (n *Node) Record(ctx context.Context, cmd Command) (<-chan error, error) {
 }
 
 // proposeOne commits cmd as an entry of its own.
-func (n *Node) proposeOne(ctx context.Context, cmd Command, start time.Time) (Result, error) {
+func (n *Node) proposeOne(ctx context.Context, cmd statemachine.Command, start time.Time) (statemachine.Result, error) {
 	data, err := n.proposeEntry(ctx, cmd.Encode())
 	if err != nil {
-		return Result{}, fmt.Errorf("propose %s: %w", cmd.Op, err)
+		return statemachine.Result{}, fmt.Errorf("propose %s: %w", cmd.Op, err)
 	}
 	n.m.proposed(cmd.Op, time.Since(start))
-	r, err := decodeResult(data)
+	r, err := statemachine.DecodeResult(data)
 	if err != nil {
-		return Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
+		return statemachine.Result{}, fmt.Errorf("decode %s result: %w", cmd.Op, err)
 	}
 	return r, nil
 }
@@ -298,7 +300,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 	for {
 		if _, _, ok, err := n.nh.GetLeaderID(n.cfg.ShardID); err == nil && ok {
 			rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			_, last = n.nh.SyncRead(rctx, n.cfg.ShardID, StatsQuery{})
+			_, last = n.nh.SyncRead(rctx, n.cfg.ShardID, statemachine.StatsQuery{})
 			cancel()
 			if last == nil {
 				return nil
@@ -313,31 +315,31 @@ func (n *Node) WaitReady(ctx context.Context) error {
 }
 
 // Stats reads table figures from the local replica (possibly stale).
-func (n *Node) Stats() (Stats, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, StatsQuery{})
+func (n *Node) Stats() (statemachine.Stats, error) {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.StatsQuery{})
 	if err != nil {
-		return Stats{}, fmt.Errorf("read stats: %w", err)
+		return statemachine.Stats{}, fmt.Errorf("read stats: %w", err)
 	}
-	return v.(Stats), nil
+	return v.(statemachine.Stats), nil
 }
 
 // Lock reads one lock from the local replica (possibly stale).
-func (n *Node) Lock(kind Kind, key string) (LockInfo, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, LockQuery{Kind: kind, Key: key})
+func (n *Node) Lock(kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
 	if err != nil {
-		return LockInfo{}, fmt.Errorf("read lock: %w", err)
+		return statemachine.LockInfo{}, fmt.Errorf("read lock: %w", err)
 	}
-	return v.(LockInfo), nil
+	return v.(statemachine.LockInfo), nil
 }
 
 // Expired lists leases that ended before nowMs according to the local
 // replica. Only the leader's reaper calls it, and EXPIRE re-checks in apply.
-func (n *Node) Expired(nowMs int64, limit int) ([]ExpiredLease, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, ExpiredQuery{NowMs: nowMs, Limit: limit})
+func (n *Node) Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error) {
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.ExpiredQuery{NowMs: nowMs, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("read expired leases: %w", err)
 	}
-	return v.([]ExpiredLease), nil
+	return v.([]statemachine.ExpiredLease), nil
 }
 
 type leaderLogger struct {
@@ -454,22 +456,22 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 
 // LockLinearizable reads one lock after catching up with the leader's
 // commit index (ReadIndex): what admin queries use.
-func (n *Node) LockLinearizable(ctx context.Context, kind Kind, key string) (LockInfo, error) {
+func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
 	var v any
 	err := retryRead(ctx, func(actx context.Context) (err error) {
-		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, LockQuery{Kind: kind, Key: key})
+		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
 		return err
 	})
 	if err != nil {
-		return LockInfo{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
+		return statemachine.LockInfo{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
 	}
-	return v.(LockInfo), nil
+	return v.(statemachine.LockInfo), nil
 }
 
 // Nodes lists the node ids whose connections the local replica's table
 // references.
 func (n *Node) Nodes() ([]string, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, NodesQuery{})
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.NodesQuery{})
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -478,7 +480,7 @@ func (n *Node) Nodes() ([]string, error) {
 
 // Conns lists one node's connections referenced by the local table.
 func (n *Node) Conns(node string) ([]string, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, ConnsQuery{Node: node})
+	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.ConnsQuery{Node: node})
 	if err != nil {
 		return nil, fmt.Errorf("read connections: %w", err)
 	}

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"
+
+	"nacos-lockd/statemachine"
 )
 
 func freeAddr(t *testing.T) string {
@@ -29,7 +31,7 @@ type nodeEnv struct {
 	dir, addr string
 	window    time.Duration // RaftConfig.CoalesceWindow
 	mu        sync.Mutex
-	notes     []Notification
+	notes     []statemachine.Notification
 }
 
 func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
@@ -38,7 +40,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window}, db, func(ns []Notification) {
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window}, db, func(ns []statemachine.Notification) {
 		e.mu.Lock()
 		e.notes = append(e.notes, ns...)
 		e.mu.Unlock()
@@ -57,7 +59,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	return n, db
 }
 
-func propose(t *testing.T, n *Node, c Command) Result {
+func propose(t *testing.T, n *Node, c statemachine.Command) statemachine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -87,7 +89,7 @@ func TestNodeProposeRestart(t *testing.T) {
 	env.mu.Lock()
 	notes := fmt.Sprint(env.notes)
 	env.mu.Unlock()
-	if want := fmt.Sprint([]Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: first.Token + 2}}); notes != want {
+	if want := fmt.Sprint([]statemachine.Notification{{ConnID: "c2", Owner: "b", Kind: R, Key: "k", Token: first.Token + 2}}); notes != want {
 		t.Fatalf("notifications %s, want %s", notes, want)
 	}
 	for i := range 50 {

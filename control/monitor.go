@@ -1,4 +1,4 @@
-package gateway
+package control
 
 import (
 	"context"
@@ -6,18 +6,6 @@ import (
 
 	"nacos-lockd/statemachine"
 )
-
-// nodeTable is what the dead-node monitor needs beyond lockTable.
-type nodeTable interface {
-	Nodes() ([]string, error)
-	Conns(node string) ([]string, error)
-}
-
-// leaderTransferer is implemented by tables that can hand leadership to
-// another replica before this node shuts down.
-type leaderTransferer interface {
-	TransferLeadership(ctx context.Context) error
-}
 
 // monitorNodes runs on every node and acts on the leader only: connections
 // are node-local, so when a node dies or leaves, nobody is left to propose
@@ -30,9 +18,8 @@ type leaderTransferer interface {
 // here, since clients never send a connection id; the leader treats them
 // as a node that is always down, so they are cleaned NodeGrace after it
 // first sees them, as a dead node's are.
-func (s *Server) monitorNodes() {
-	nt, ok := s.table.(nodeTable)
-	if !ok || s.cfg.PeerAlive == nil {
+func (s *Loops) monitorNodes() {
+	if s.cfg.PeerAlive == nil {
 		return
 	}
 	down := map[string]time.Time{} // node -> first seen unreachable, this leadership term
@@ -41,7 +28,7 @@ func (s *Server) monitorNodes() {
 			clear(down)
 			continue
 		}
-		nodes, err := nt.Nodes()
+		nodes, err := s.table.Nodes()
 		if err != nil {
 			continue
 		}
@@ -67,19 +54,19 @@ func (s *Server) monitorNodes() {
 			if now.Sub(since) < s.cfg.NodeGrace {
 				continue
 			}
-			s.cleanupNode(nt, node)
+			s.cleanupNode(node)
 		}
 	}
 }
 
-func (s *Server) peerAlive(node string) bool {
+func (s *Loops) peerAlive(node string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.NodeCheckInterval)
 	defer cancel()
 	return s.cfg.PeerAlive(ctx, node)
 }
 
-func (s *Server) cleanupNode(nt nodeTable, node string) {
-	conns, err := nt.Conns(node)
+func (s *Loops) cleanupNode(node string) {
+	conns, err := s.table.Conns(node)
 	if err != nil || len(conns) == 0 {
 		return
 	}
@@ -98,6 +85,6 @@ func (s *Server) cleanupNode(nt nodeTable, node string) {
 			s.log.Debug().Err(err).Str("conn_id", c).Msg("node cleanup not committed; next check retries")
 			return
 		}
-		s.m.cleanup("node_down")
+		s.cfg.Events.cleaned("node_down")
 	}
 }

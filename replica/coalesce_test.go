@@ -1,0 +1,371 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"nacos-lockd/statemachine"
+	"nacos-lockd/storage"
+)
+
+func TestNodeCoalescesRenews(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	const locks = 64
+	now := time.Now().UnixMilli()
+	for i := range locks {
+		if r := propose(t, n, acq(N, fmt.Sprint("k", i), "o", "c1", now, 60000, 0)); !r.Success() {
+			t.Fatalf("acquire: %+v", r)
+		}
+	}
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	results := make([]statemachine.Result, locks)
+	errs := make([]error, locks)
+	for i := range locks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			results[i], errs[i] = n.Propose(ctx, renew(N, fmt.Sprint("k", i), "o", "c1", time.Now().UnixMilli(), 90000))
+		})
+	}
+	wg.Wait()
+	for i := range locks {
+		if errs[i] != nil || !results[i].Success() {
+			t.Fatalf("renew %d: %+v %v", i, results[i], errs[i])
+		}
+	}
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := after.Applied - before.Applied; entries >= locks/2 {
+		t.Fatalf("%d renews took %d entries; want them coalesced", locks, entries)
+	}
+	l, err := n.Lock(N, "k7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.LeaseEnd < now+90000 {
+		t.Fatalf("lease ends %d, want at least %d after the renew", l.LeaseEnd, now+90000)
+	}
+	// A second renew of the same lock while one is being collected goes
+	// into the next entry, and both succeed.
+	var r1, r2 statemachine.Result
+	var e1, e2 error
+	wg.Go(func() {
+		r1, e1 = n.Propose(context.Background(), renew(N, "k1", "o", "c1", time.Now().UnixMilli(), 90000))
+	})
+	wg.Go(func() {
+		r2, e2 = n.Propose(context.Background(), renew(N, "k1", "o", "c1", time.Now().UnixMilli(), 90000))
+	})
+	wg.Wait()
+	if e1 != nil || e2 != nil || !r1.Success() || !r2.Success() {
+		t.Fatalf("same-lock renews: %+v %v, %+v %v", r1, e1, r2, e2)
+	}
+}
+
+// The window is for renews that come in quick succession: a renew more
+// than a window after the previous one is proposed at once instead of
+// waiting it out (a commit takes milliseconds; the window is 500 ms).
+func TestNodeProposesALoneRenewAtOnce(t *testing.T) {
+	const window = 500 * time.Millisecond
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: window}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	propose(t, n, acq(N, "k", "o", "c1", time.Now().UnixMilli(), 60000, 0))
+	for i := range 3 {
+		time.Sleep(window + 100*time.Millisecond) // quiet for longer than the window
+		start := time.Now()
+		r := propose(t, n, renew(N, "k", "o", "c1", time.Now().UnixMilli(), 60000))
+		if !r.Success() {
+			t.Fatalf("lone renew %d: %+v", i, r)
+		}
+		if took := time.Since(start); took >= window*4/5 {
+			t.Fatalf("lone renew %d took %s: it waited for the %s window", i, took, window)
+		}
+	}
+}
+
+func TestNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: -1} // --coalesce-window 0
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	const locks = 16
+	now := time.Now().UnixMilli()
+	for i := range locks {
+		propose(t, n, acq(N, fmt.Sprint("k", i), "o", "c1", now, 60000, 0))
+	}
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range locks {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if r, err := n.Propose(ctx, renew(N, fmt.Sprint("k", i), "o", "c1", time.Now().UnixMilli(), 90000)); err != nil || !r.Success() {
+				t.Errorf("renew %d: %+v %v", i, r, err)
+			}
+		})
+	}
+	wg.Wait()
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := after.Applied - before.Applied; entries != locks {
+		t.Fatalf("%d renews took %d entries; with coalescing off each is its own", locks, entries)
+	}
+}
+
+func TestNodeCloseFailsCollectedRenews(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
+	n, db := env.start(t)
+	defer db.Close()
+	now := time.Now().UnixMilli()
+	propose(t, n, acq(N, "k", "o", "c1", now, 60000, 0))
+	propose(t, n, acq(N, "k2", "o", "c1", now, 60000, 0))
+	// The first renew after a quiet spell is proposed at once; the next,
+	// within the window of it, is collected and waits out the window.
+	propose(t, n, renew(N, "k2", "o", "c1", now, 60000))
+	errc := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		_, err := n.Propose(ctx, renew(N, "k", "o", "c1", time.Now().UnixMilli(), 60000))
+		errc <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the collector take it
+	n.Close()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, ErrUnavailable) {
+			t.Fatalf("renew collected at close: %v, want ErrUnavailable", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a renew collected at close never returned")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := n.Propose(ctx, renew(N, "k", "o", "c1", 1, 1)); !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("renew after close: %v", err)
+	}
+}
+
+// Group commit: commands that arrive while an entry commits share the
+// next one, each gets its own result, and a command that comes alone is
+// proposed at once (the renew window is an hour here: nothing but renews
+// may wait for it).
+func TestNodeGroupsConcurrentCommands(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	// propose gives it 5 s: waiting for the hour-long window would fail it.
+	if r := propose(t, n, acq(N, "alone", "o", "c1", time.Now().UnixMilli(), 60000, 0)); !r.Success() {
+		t.Fatalf("lone acquire: %+v", r)
+	}
+	const clients = 64
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(op func(i int) statemachine.Command, check func(i int, r statemachine.Result) bool) {
+		var wg sync.WaitGroup
+		for i := range clients {
+			wg.Go(func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				r, err := n.Propose(ctx, op(i))
+				if err != nil || !check(i, r) {
+					t.Errorf("client %d: %+v %v", i, r, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	// Each client takes its own key, then queues on a shared one.
+	run(func(i int) statemachine.Command {
+		return acq(N, fmt.Sprint("own", i), fmt.Sprint("o", i), "c1", time.Now().UnixMilli(), 60000, 0)
+	}, func(_ int, r statemachine.Result) bool { return r.Success() && r.Count == 1 && r.Token > 0 })
+	run(func(i int) statemachine.Command {
+		return acq(R, "shared", fmt.Sprint("o", i), "c1", time.Now().UnixMilli(), 60000, 60000)
+	}, func(_ int, r statemachine.Result) bool {
+		return r.Success() || (r.Code == statemachine.CodeHeld && r.WaitPosition >= 0)
+	})
+	after, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := after.Applied - before.Applied; entries >= 2*clients {
+		t.Fatalf("%d commands took %d entries; want them grouped", 2*clients, entries)
+	}
+	if after.Held != before.Held+clients+1 || after.Queued != clients-1 {
+		t.Fatalf("after: %d held, %d waiting; want %d and %d", after.Held, after.Queued, before.Held+clients+1, clients-1)
+	}
+	// The queue hands the shared lock on in order, one grant per entry at
+	// most: release it 63 times from whoever holds it.
+	var tokens []uint64
+	for range clients {
+		l, err := n.Lock(R, "shared")
+		if err != nil || l.Owner == "" {
+			t.Fatalf("shared: %+v %v", l, err)
+		}
+		tokens = append(tokens, l.Token)
+		if r := propose(t, n, rel(R, "shared", l.Owner, time.Now().UnixMilli())); !r.Success() {
+			t.Fatalf("release by %s: %+v", l.Owner, r)
+		}
+	}
+	for i := 1; i < len(tokens); i++ {
+		if tokens[i] <= tokens[i-1] {
+			t.Fatalf("hand-off tokens %v do not increase", tokens)
+		}
+	}
+}
+
+// A grouped entry applies identically on every replica: three real
+// replicas, concurrent commands of every groupable kind on a few shared
+// keys, then every replica's whole table compared byte for byte.
+func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
+	dir := t.TempDir()
+	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
+	nodes := make([]*Node, 0, 3)
+	for id := uint64(1); id <= 3; id++ {
+		db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, fmt.Sprint(id), "locks")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		n, err := Start(RaftConfig{NodeHostDir: filepath.Join(dir, fmt.Sprint(id), "raft"), RaftAddress: members[id],
+			ReplicaID: id, Members: members, ElectionRTT: 50, HeartbeatRTT: 5}, db, nil, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer n.Close()
+		nodes = append(nodes, n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := n.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var before uint64
+	if s, err := nodes[0].Stats(); err == nil {
+		before = s.Applied
+	}
+	var wg sync.WaitGroup
+	var proposed sync.WaitGroup
+	const clients, rounds = 24, 30
+	for i := range clients {
+		n := nodes[i%3] // followers forward to the leader
+		proposed.Add(1)
+		wg.Go(func() {
+			defer proposed.Done()
+			owner, conn := fmt.Sprint("o", i), fmt.Sprint("c", i)
+			for r := range rounds {
+				key := fmt.Sprint("k", (i+r)%5)
+				now := time.Now().UnixMilli()
+				var cmd statemachine.Command
+				switch (i + r) % 4 {
+				case 0:
+					cmd = acq(R, key, owner, conn, now, 60000, 60000)
+				case 1:
+					cmd = renew(R, key, owner, conn, now, 60000)
+				case 2:
+					cmd = cancelWait(R, key, owner, conn, now)
+				default:
+					cmd = rel(R, key, owner, now)
+				}
+				pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+				_, err := n.Propose(pctx, cmd)
+				cancel()
+				if err != nil {
+					t.Errorf("client %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	proposed.Wait()
+	wg.Wait()
+	var want []byte
+	for i, n := range nodes {
+		// A linearizable read first: every replica has applied all of it.
+		if _, err := n.nh.SyncRead(ctx, n.cfg.ShardID, statemachine.StatsQuery{}); err != nil {
+			t.Fatal(err)
+		}
+		v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.StateQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := v.([]byte)
+		if i == 0 {
+			want = got
+			continue
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("replica %d's table differs from replica 1's", i+1)
+		}
+	}
+	s, err := nodes[0].Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries := s.Applied - before; entries >= clients*rounds {
+		t.Fatalf("%d commands took %d entries: nothing was grouped", clients*rounds, entries)
+	}
+	t.Logf("%d commands in %d entries", clients*rounds, s.Applied-before)
+}
+
+// TestSecondEntryOnlyForAFollower pins the in-flight rule (groupInFlight):
+// with one entry in flight, queued commands for other locks wait for it,
+// and a command for a lock in that entry opens the second slot.
+func TestSecondEntryOnlyForAFollower(t *testing.T) {
+	cmd := func(op statemachine.Op, key string) *pendingCmd {
+		return &pendingCmd{cmd: statemachine.Command{Op: op, Kind: statemachine.KindNonReentrant, Key: key}}
+	}
+	g := &groupCommit{}
+	if !g.slotFree() {
+		t.Fatal("nothing in flight: the slot must be free")
+	}
+	g.flying = []*submitted{{batch: []*pendingCmd{cmd(statemachine.OpAcquire, "a"), cmd(statemachine.OpAcquire, "b")}}}
+	g.queue = []*pendingCmd{cmd(statemachine.OpAcquire, "c"), cmd(statemachine.OpRelease, "d")}
+	g.following = g.queueFollows()
+	if g.slotFree() {
+		t.Fatal("one entry in flight and only other locks queued: the second slot must stay shut")
+	}
+	g.queue = append(g.queue, cmd(statemachine.OpRelease, "b"))
+	g.following = g.queueFollows()
+	if !g.slotFree() {
+		t.Fatal("a queued release of a lock in the entry in flight must open the second slot")
+	}
+	g.queue[2].cmd.Kind = statemachine.KindReentrant // same key, another kind: another lock
+	g.following = g.queueFollows()
+	if g.slotFree() {
+		t.Fatal("same key of another kind is another lock: the slot must stay shut")
+	}
+	g.following = true
+	g.flying = append(g.flying, &submitted{batch: []*pendingCmd{cmd(statemachine.OpRelease, "b")}})
+	if g.slotFree() {
+		t.Fatalf("%d entries in flight: no third", groupInFlight)
+	}
+}

@@ -1,0 +1,15 @@
+// Package replica is this process's replica of the lock table: the
+// replication layer between the deterministic table (statemachine) and
+// everything that uses it.
+//
+// It holds the dragonboat adapter (disk.go: the on-disk state machine that
+// applies entries to the table and persists it in badger through package
+// storage, and streams snapshots), Node (node.go: starting the replica,
+// membership, leadership, proposing, reads), group commit (coalesce.go: the
+// one ordered queue that groups commands into entries), Node's admin API
+// reads (admin.go), sealing an installed table into a snapshot (seal.go),
+// the node's metrics and the routing of dragonboat's log (dblog.go).
+//
+// Node implements gateway.Table, control.Table, admin.Locks and
+// admin.Cluster; replicatest.Local is the in-memory stand-in for it.
+package replica
