@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"bytes"
@@ -15,21 +15,26 @@ import (
 
 	"nacos-lockd/compat"
 	"nacos-lockd/gateway/admin"
-	"nacos-lockd/replica"
 )
 
 // peerDirectory maps between cluster.conf addresses, Raft addresses and
 // replica ids, for the admin API and the dead-node monitor.
 type peerDirectory struct {
 	byRaft   map[string]compat.Member // cluster.conf members by Raft address
-	node     *replica.Node            // set once Raft has started
+	node     membership               // nil only for the directory a join uses before Raft starts
 	scheme   string                   // of the members' main ports: http, or https with server.ssl
 	identity [2]string                // server identity header, sent when joining
 	client   *http.Client
 }
 
-func newPeerDirectory(members []compat.Member, httpsPorts bool, identity [2]string) *peerDirectory {
-	d := &peerDirectory{byRaft: map[string]compat.Member{}, scheme: "http", identity: identity, client: peerClient}
+// membership is what the directory reads from the Raft node: the current
+// members, for the dead-node monitor's health checks.
+type membership interface {
+	Membership(ctx context.Context) (map[uint64]string, error)
+}
+
+func newPeerDirectory(members []compat.Member, httpsPorts bool, identity [2]string, node membership) *peerDirectory {
+	d := &peerDirectory{byRaft: map[string]compat.Member{}, node: node, scheme: "http", identity: identity, client: peerClient}
 	if httpsPorts {
 		d.scheme = "https"
 	}
@@ -115,12 +120,12 @@ func (d *peerDirectory) alive(ctx context.Context, node string) bool {
 // joinCluster asks the other members listed in cluster.conf to add this
 // node (replacing an earlier incarnation at the same address) and returns
 // the replica id it was given. It retries until a member answers.
-func joinCluster(ctx context.Context, cfg config, d *peerDirectory) (uint64, error) {
-	body, _ := json.Marshal(map[string]any{"address": cfg.self.Address(), "replace": true})
+func joinCluster(ctx context.Context, cfg Config, d *peerDirectory) (uint64, error) {
+	body, _ := json.Marshal(map[string]any{"address": cfg.Self.Address(), "replace": true})
 	var last error
 	for {
-		for _, m := range cfg.members {
-			if m == cfg.self {
+		for _, m := range cfg.Members {
+			if m == cfg.Self {
 				continue
 			}
 			id, err := d.requestJoin(ctx, m.Address(), body)

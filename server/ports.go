@@ -1,4 +1,4 @@
-package main
+package server
 
 import (
 	"errors"
@@ -14,14 +14,14 @@ import (
 // the port and what moves it, instead of a Raft transport error from deep
 // inside dragonboat after storage has been opened. The real listeners are
 // opened later; portError words their failures the same way.
-func checkPorts(cfg config) error {
+func checkPorts(cfg Config) error {
 	for _, p := range []struct {
 		which string
 		addr  string
 	}{
-		{"main", net.JoinHostPort("", strconv.Itoa(cfg.self.Port))},
-		{"sdk", net.JoinHostPort("", strconv.Itoa(cfg.self.GRPCPort()))},
-		{"raft", cfg.self.RaftAddress()},
+		{"main", net.JoinHostPort("", strconv.Itoa(cfg.Self.Port))},
+		{"sdk", net.JoinHostPort("", strconv.Itoa(cfg.Self.GRPCPort()))},
+		{"raft", cfg.Self.RaftAddress()},
 	} {
 		l, err := net.Listen("tcp", p.addr)
 		if err != nil {
@@ -37,19 +37,19 @@ func checkPorts(cfg config) error {
 // portError explains a failed listen on one of the node's ports: which
 // port it is, how it derives from the main port, and the flag, environment
 // variable or property that changes it.
-func portError(cfg config, which, addr string, err error) error {
-	main := cfg.self.Port
+func portError(cfg Config, which, addr string, err error) error {
+	main := cfg.Self.Port
 	move := "start on another main port with --port N (NACOS_LOCKD_PORT, server.port in --config; `make run PORT=N`); the SDK port is N+1000 and the Raft port N-1000"
 	var what string
 	switch which {
 	case "main":
 		what = fmt.Sprintf("main port %d (HTTP admin API)", main)
 	case "sdk":
-		what = fmt.Sprintf("SDK gRPC port %d (main port %d + 1000)", cfg.self.GRPCPort(), main)
+		what = fmt.Sprintf("SDK gRPC port %d (main port %d + 1000)", cfg.Self.GRPCPort(), main)
 	default:
-		what = fmt.Sprintf("Raft port %d (main port %d - 1000)", cfg.self.RaftPort, main)
-		if cfg.cluster {
-			what = fmt.Sprintf("Raft port %d", cfg.self.RaftPort)
+		what = fmt.Sprintf("Raft port %d (main port %d - 1000)", cfg.Self.RaftPort, main)
+		if cfg.Cluster {
+			what = fmt.Sprintf("Raft port %d", cfg.Self.RaftPort)
 			move += ", or give this member ?raft_port=M in cluster.conf"
 		}
 	}

@@ -13,23 +13,17 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/server"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
 
-// Data directory layout (main.go uses the same names).
+// Data directory layout: package server owns it (server/datadir.go).
 const (
-	dataDirLocks = "locks" // badger: the lock table
-	dataDirRaft  = "raft"  // dragonboat's NodeHost directory
-	// importMarkerName records, in the data directory, which Nacos snapshot
-	// an import installed, so a restart with --import-nacos still set is
-	// recognised and not refused.
-	importMarkerName = "nacos-import.json"
-	// restoreMarkerName records which snapshot `snapshot restore` installed.
-	restoreMarkerName = "snapshot-restore.json"
-	// sealedMarkerName is written once the installed table is sealed into
-	// a Raft snapshot (see sealPending).
-	sealedMarkerName = "installed-state-sealed"
+	dataDirLocks      = server.LocksDir
+	dataDirRaft       = server.RaftDir
+	importMarkerName  = server.ImportMarker
+	restoreMarkerName = server.RestoreMarker
 )
 
 // importNowMs is the import time; tests replace it to match fixtures.
@@ -89,7 +83,7 @@ func runImportNacos(args []string, stdout, stderr io.Writer) error {
 // as it is, so the flag may stay set across restarts; any other non-empty
 // data directory is refused, never merged into or overwritten.
 //
-// main.go calls it before opening storage.
+// The server runs it (server.Config.Install) before opening storage.
 func importAtStart(path, dataDir string, log zerolog.Logger) error {
 	empty, err := dataDirEmpty(dataDir)
 	if err != nil {
@@ -199,29 +193,7 @@ func installDataDir(dataDir string, t *statemachine.Table, markerName string, ma
 	if err != nil {
 		return err
 	}
-	return writeFileSync(filepath.Join(dataDir, markerName), append(b, '\n'))
-}
-
-// sealPending reports whether dataDir holds a table installed by an import
-// or a restore that no node has sealed into a Raft snapshot yet. main
-// checks it before starting the node and, when true, calls
-// Node.SealInstalledState after WaitReady and then markSealed: until then,
-// a replica joining the shard would replay a log that lacks the table.
-func sealPending(dataDir string) bool {
-	exists := func(name string) bool {
-		_, err := os.Stat(filepath.Join(dataDir, name))
-		return err == nil
-	}
-	return (exists(importMarkerName) || exists(restoreMarkerName)) && !exists(sealedMarkerName)
-}
-
-// markSealed records that the installed table was sealed (sealPending).
-func markSealed(dataDir string) error {
-	ts := time.Now().UTC().Format(time.RFC3339Nano) + "\n"
-	if err := writeFileSync(filepath.Join(dataDir, sealedMarkerName), []byte(ts)); err != nil && !errors.Is(err, os.ErrExist) {
-		return fmt.Errorf("record sealed install: %w", err)
-	}
-	return nil
+	return server.WriteFileSync(filepath.Join(dataDir, markerName), append(b, '\n'))
 }
 
 func readImportMarker(dataDir string) (importMarker, error) {
@@ -234,19 +206,4 @@ func readImportMarker(dataDir string) (importMarker, error) {
 		return m, fmt.Errorf("%s is not an import record", importMarkerName)
 	}
 	return m, nil
-}
-
-func writeFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

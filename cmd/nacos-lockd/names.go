@@ -154,6 +154,23 @@ func notListed(members []compat.Member, self string) error {
 		self, strings.Join(listed, " "))
 }
 
+// nameWatch is the server's Names: this node's own name waited for before
+// Raft listens, every 2 s; the others' names watched every 5 s.
+type nameWatch struct {
+	self    compat.Member
+	members []compat.Member
+	host    hostEnv
+	log     zerolog.Logger
+}
+
+func (n nameWatch) WaitOwn(ctx context.Context) error {
+	return waitOwnName(ctx, n.self, n.host, n.log, 2*time.Second)
+}
+
+func (n nameWatch) Watch(ctx context.Context) {
+	watchNames(ctx, n.members, n.self, n.host, n.log, 5*time.Second)
+}
+
 // Log messages of the name watch, for operators and tests.
 const (
 	msgNameUnresolved = "cluster member's name does not resolve yet; Raft dials it by name and retries"

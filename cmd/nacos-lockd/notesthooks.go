@@ -3,9 +3,11 @@
 package main
 
 import (
+	"time"
+
 	"github.com/rs/zerolog"
 
-	"nacos-lockd/gateway"
+	"nacos-lockd/server"
 )
 
 // A release build has no test hooks: testhooks.go, the chaos suite's fault
@@ -25,6 +27,6 @@ func startTestHooks(path string, _ zerolog.Logger) (*testHooks, error) {
 	return nil, nil
 }
 
-func (*testHooks) stop()                         {}
-func (*testHooks) attachGateway(*gateway.Server) {}
-func (*testHooks) attach(any)                    {}
+func (*testHooks) stop()                              {}
+func (*testHooks) Clock() func() time.Time            { return nil }
+func (*testHooks) AttachNode(server.LeaderTransferer) {}

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/replica"
+	"nacos-lockd/server"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -212,11 +213,11 @@ func TestImportAtStart(t *testing.T) {
 	if st := loadStore(t, dataDir).Stats(); st.Locks != 7 {
 		t.Fatalf("imported %+v", st)
 	}
-	if !sealPending(dataDir) {
+	if !server.SealPending(dataDir) {
 		t.Fatal("a fresh import is not pending a seal")
 	}
-	if err := markSealed(dataDir); err != nil || sealPending(dataDir) {
-		t.Fatalf("after markSealed: %v, pending %v", err, sealPending(dataDir))
+	if err := server.MarkSealed(dataDir); err != nil || server.SealPending(dataDir) {
+		t.Fatalf("after MarkSealed: %v, pending %v", err, server.SealPending(dataDir))
 	}
 	// Restart with the flag still set: nothing to do, nothing changed.
 	os.MkdirAll(filepath.Join(dataDir, dataDirRaft), 0o750) // as after a first start
@@ -343,7 +344,7 @@ func TestSnapshotExportRestore(t *testing.T) {
 			t.Fatalf("restored %+v, was %+v", got, l)
 		}
 	}
-	if !sealPending(dst) {
+	if !server.SealPending(dst) {
 		t.Fatal("a restored data dir is not pending a seal")
 	}
 	n, db = startNode(t, dst)
@@ -354,7 +355,7 @@ func TestSnapshotExportRestore(t *testing.T) {
 	if err := n.SealInstalledState(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := markSealed(dst); err != nil || sealPending(dst) {
+	if err := server.MarkSealed(dst); err != nil || server.SealPending(dst) {
 		t.Fatalf("seal: %v", err)
 	}
 	if l, err := n.Lock(statemachine.KindReentrant, "after-import"); err != nil || l.Owner != "o1" {

@@ -45,7 +45,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"nacos-lockd/gateway"
+	"nacos-lockd/server"
 	"nacos-lockd/storage"
 )
 
@@ -145,14 +145,12 @@ func (h *testHooks) storageFailpoint() func() error {
 	}
 }
 
-// attachGateway gives the gateway the hooks' clock. Call it before Serve
-// and before the Raft node starts.
-func (h *testHooks) attachGateway(gw *gateway.Server) {
-	if h == nil {
-		return
-	}
-	gw.SetTestClock(h.clock())
-}
+// Clock and AttachNode make the hooks a server.Hooks: the server sets the
+// gateway's clock from Clock before the gateway can be notified, and
+// hands over the node once it has started.
+func (h *testHooks) Clock() func() time.Time { return h.clock() }
+
+func (h *testHooks) AttachNode(n server.LeaderTransferer) { h.attach(n) }
 
 // attach gives the hooks the Raft node, for transfer-leader.
 func (h *testHooks) attach(n leaderTransferer) {
