@@ -291,7 +291,11 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if s.seal {
-		if err := s.node.SealInstalledState(ctx); err != nil {
+		// dragonboat refuses a snapshot request without a deadline.
+		sealCtx, cancel := context.WithTimeout(ctx, time.Minute)
+		err := s.node.SealInstalledState(sealCtx)
+		cancel()
+		if err != nil {
 			s.grpcLis.Close()
 			return fmt.Errorf("seal the imported table: %w", err)
 		}
