@@ -26,7 +26,7 @@ func (n *Node) ListLocks(ctx context.Context, q lockview.Query, stale bool) (loc
 	if err != nil {
 		return lockview.Page{}, fmt.Errorf("list locks: %w", err)
 	}
-	return statemachine.PageView(v.(statemachine.LockPage)), nil
+	return v.(lockview.Page), nil
 }
 
 // GetLock reads one lock; lockview.ErrNotFound when it is free.
@@ -39,7 +39,7 @@ func (n *Node) GetLock(ctx context.Context, lockType, key string, stale bool) (l
 	if err != nil {
 		return lockview.Lock{}, fmt.Errorf("read lock: %w", err)
 	}
-	return statemachine.FoundLock(v.(statemachine.LockInfo))
+	return statemachine.FoundLock(v.(lockview.Lock))
 }
 
 // ForceRelease commits FORCE_RELEASE: the lock is released whoever holds

@@ -59,8 +59,8 @@ func TestNodeCoalescesRenews(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.LeaseEnd < now+90000 {
-		t.Fatalf("lease ends %d, want at least %d after the renew", l.LeaseEnd, now+90000)
+	if l.LeaseEndMs < now+90000 {
+		t.Fatalf("lease ends %d, want at least %d after the renew", l.LeaseEndMs, now+90000)
 	}
 	// A second renew of the same lock while one is being collected goes
 	// into the next entry, and both succeed.
