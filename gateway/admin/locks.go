@@ -53,7 +53,9 @@ type Connection struct {
 	Since         time.Time `json:"since"`         // when the transport was accepted
 }
 
-// Lock and Waiter are the lock routes' JSON, defined in adminapi.
+// Lock and Waiter are the lock routes' JSON. They are defined in
+// adminapi, which imports nothing, so nacos-lockctl decodes into the same
+// types without the server's dependencies; lockJSON makes them.
 type (
 	Lock   = adminapi.Lock
 	Waiter = adminapi.Waiter
@@ -346,6 +348,7 @@ func decodeCursor(c string) (typ, key string, err error) {
 	return typ, key, nil
 }
 
+// lockJSON is the one mapping of a lock as read to its JSON.
 func lockJSON(l lockview.Lock, now time.Time) Lock {
 	ip, node := parseConnID(l.ConnID)
 	out := Lock{

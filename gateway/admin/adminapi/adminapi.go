@@ -1,10 +1,20 @@
-// Package adminapi is the JSON of the admin API's lock routes.
+// Package adminapi is the JSON of the admin API's lock routes: the
+// types the server (gateway/admin) writes and nacos-lockctl decodes, so
+// the two cannot drift apart. It imports nothing, so the CLI gets no
+// server dependency with it (cmd/nacos-lockctl/imports_test.go).
 package adminapi
 
 // Lock is one held lock as the lock routes show it. Times are Unix
 // milliseconds (the table clock, the leader's wall clock) with an RFC 3339
 // copy for people; time left is counted from this node's clock at the
 // read.
+//
+// It is not lockview.Lock, the value the server reads, because the JSON
+// is an interface of its own (nacos-lockctl, operators' scripts): its
+// field names differ (connectionId, fencingToken, reentrantCount), and it
+// adds what the server derives at the read: client IP and node from the
+// connection id, time left, RFC 3339 times, waiters' positions.
+// gateway/admin makes it from a lockview.Lock in one place (lockJSON).
 type Lock struct {
 	Type           string   `json:"type"`
 	Key            string   `json:"key"`
@@ -23,7 +33,7 @@ type Lock struct {
 	Waiters        []Waiter `json:"waiters"`    // in queue order
 }
 
-// Waiter is one queued waiter.
+// Waiter is one queued waiter of a Lock.
 type Waiter struct {
 	Position     int    `json:"position"` // 0 is next
 	Owner        string `json:"owner"`
