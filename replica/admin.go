@@ -11,7 +11,8 @@ import (
 )
 
 // The admin API's reads and its force release (gateway/admin.Locks), on
-// Node (replicatest.Local's are in its local.go; the mapping to lockview in adminview.go).
+// Node (replicatest.Local's are in its local.go; the mapping of queries and
+// force release in statemachine/adminview.go).
 // Reads go through Lookup: linearizable by default
 // (ReadIndex: the replica first catches up with the leader's commit
 // index), or, with stale, whatever this replica has applied.

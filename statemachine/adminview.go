@@ -7,8 +7,9 @@ import (
 )
 
 // The admin API's reads and force release in its own plain values
-// (lockview): the mapping from the table's answers and to its commands,
-// shared by every implementation of gateway/admin.Locks.
+// (lockview): the mapping of its queries to the table's and of force
+// release to its command and back, shared by every implementation of
+// gateway/admin.Locks. The table answers in lockview.Lock already.
 
 // MaxListLimit caps one page of ListLocks: Lookup holds the table's read
 // lock while it builds the page, and apply waits for it.
