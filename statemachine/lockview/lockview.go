@@ -55,8 +55,9 @@ type Page struct {
 // replica's reads (Node.Lock, LockLinearizable, GetLock, ListLocks), the
 // gateway's claim by read and the admin API all hand around. It is the
 // only value type for a read lock; the table's own mutable state is
-// statemachine's lockState, and the admin API's JSON is gateway/admin's
-// Lock (it adds what a reader derives: client IP, node, time left).
+// statemachine's lockState, and the admin API's JSON is adminapi.Lock
+// (gateway/admin/adminapi: it adds what the server derives at the read,
+// such as client IP, node and time left).
 type Lock struct {
 	// Found is false for a free lock (nobody holds it, nobody waits):
 	// then only Type, Key and Clock are set. Table.Lock and Node.Lock
