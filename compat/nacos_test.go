@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 	"nacos-lockd/storage"
 )
 
@@ -57,7 +58,7 @@ func importFixture(t *testing.T, name string) (*statemachine.Table, NacosReport)
 	return tb, rep
 }
 
-func checkLocks(t *testing.T, tb *statemachine.Table, want []statemachine.LockInfo) {
+func checkLocks(t *testing.T, tb *statemachine.Table, want []lockview.Lock) {
 	t.Helper()
 	got := tb.Locks()
 	if len(got) != len(want) {
@@ -66,8 +67,8 @@ func checkLocks(t *testing.T, tb *statemachine.Table, want []statemachine.LockIn
 	for i := range want {
 		w, g := want[i], got[i]
 		w.Found = true
-		if g.Kind != w.Kind || g.Key != w.Key || g.Owner != w.Owner || g.ConnID != w.ConnID || g.Count != w.Count ||
-			g.LeaseEnd != w.LeaseEnd || g.Token != w.Token || g.Unclaimed != w.Unclaimed || len(g.Waiters) != len(w.Waiters) {
+		if g.Type != w.Type || g.Key != w.Key || g.Owner != w.Owner || g.ConnID != w.ConnID || g.Count != w.Count ||
+			g.LeaseEndMs != w.LeaseEndMs || g.Token != w.Token || g.Unclaimed != w.Unclaimed || len(g.Waiters) != len(w.Waiters) {
 			t.Fatalf("lock %d:\n got %+v\nwant %+v", i, g, w)
 		}
 		for j := range w.Waiters {
@@ -90,9 +91,9 @@ func TestImportGen1(t *testing.T) {
 	}
 	// held-live and the non-BMP key survive; held-expired and held-until-now
 	// (expiry not after the import time), released and never-acquired go.
-	checkLocks(t, tb, []statemachine.LockInfo{
-		{Kind: kG, Key: "held-live", Owner: LegacyOwner, Count: 1, LeaseEnd: t0 + 60_000, Token: 1},
-		{Kind: kG, Key: "锁-🔑", Owner: LegacyOwner, Count: 1, LeaseEnd: t0 + 120_000, Token: 2},
+	checkLocks(t, tb, []lockview.Lock{
+		{Type: kG.String(), Key: "held-live", Owner: LegacyOwner, Count: 1, LeaseEndMs: t0 + 60_000, Token: 1},
+		{Type: kG.String(), Key: "锁-🔑", Owner: LegacyOwner, Count: 1, LeaseEndMs: t0 + 120_000, Token: 2},
 	})
 	st := tb.Stats()
 	if st.Applied != 0 || st.Clock != t0 || st.Fence != 2 || st.TokenBase != 2 {
@@ -120,20 +121,20 @@ func TestImportGen2(t *testing.T) {
 			if rep.Table != (statemachine.ImportSummary{Locks: 7, Held: 6, HandedOff: 1, Expired: 1, Free: 2, Waiters: 12, WaitersDropped: 1, TokenBase: 7}) {
 				t.Fatalf("table summary %+v", rep.Table)
 			}
-			var queue []statemachine.WaiterInfo
+			var queue []lockview.Waiter
 			for i := range 9 {
-				queue = append(queue, statemachine.WaiterInfo{Owner: "q" + string(rune('0'+i)), ConnID: "conn-q" + string(rune('0'+i)), Deadline: t0 + 1000*int64(i+1)})
+				queue = append(queue, lockview.Waiter{Owner: "q" + string(rune('0'+i)), ConnID: "conn-q" + string(rune('0'+i)), DeadlineMs: t0 + 1000*int64(i+1)})
 			}
-			checkLocks(t, tb, []statemachine.LockInfo{
-				{Kind: kG, Key: "migrated-held", Owner: LegacyOwner, Count: 1, LeaseEnd: t0 + 70_000, Token: 1},
-				{Kind: kG, Key: "mutex-3.3", Owner: "conn-E", ConnID: "conn-E", Count: 1, LeaseEnd: t0 + 10_000, Token: 2},
-				{Kind: kR, Key: "order-1", Owner: "client-uuid:42", ConnID: "conn-A", Count: 2, LeaseEnd: t0 + 30_000, Token: 3,
-					Waiters: []statemachine.WaiterInfo{{Owner: "client-b", ConnID: "conn-B", Deadline: t0 + 60_000}, {Owner: "client-d", ConnID: "conn-D", Deadline: math.MaxInt64}}},
-				{Kind: kR, Key: "键-🔒", Owner: "ü", ConnID: "conn-I", Count: 1, LeaseEnd: t0 + 100_000, Token: 4},
-				{Kind: kN, Key: "free-with-waiters", Owner: "next", ConnID: "conn-G", Count: 1, LeaseEnd: t0 + DefaultLockDefaultExpireMs, Token: 5, Unclaimed: true,
-					Waiters: []statemachine.WaiterInfo{{Owner: "after", ConnID: "conn-H", Deadline: t0 + 30_000}}},
-				{Kind: kN, Key: "job/nightly", Owner: "worker-1", ConnID: "conn-B", Count: 1, LeaseEnd: t0 + 45_000, Token: 6},
-				{Kind: kN, Key: "long-queue", Owner: "h", ConnID: "conn-J", Count: 1, LeaseEnd: t0 + 50_000, Token: 7, Waiters: queue},
+			checkLocks(t, tb, []lockview.Lock{
+				{Type: kG.String(), Key: "migrated-held", Owner: LegacyOwner, Count: 1, LeaseEndMs: t0 + 70_000, Token: 1},
+				{Type: kG.String(), Key: "mutex-3.3", Owner: "conn-E", ConnID: "conn-E", Count: 1, LeaseEndMs: t0 + 10_000, Token: 2},
+				{Type: kR.String(), Key: "order-1", Owner: "client-uuid:42", ConnID: "conn-A", Count: 2, LeaseEndMs: t0 + 30_000, Token: 3,
+					Waiters: []lockview.Waiter{{Owner: "client-b", ConnID: "conn-B", DeadlineMs: t0 + 60_000}, {Owner: "client-d", ConnID: "conn-D", DeadlineMs: math.MaxInt64}}},
+				{Type: kR.String(), Key: "键-🔒", Owner: "ü", ConnID: "conn-I", Count: 1, LeaseEndMs: t0 + 100_000, Token: 4},
+				{Type: kN.String(), Key: "free-with-waiters", Owner: "next", ConnID: "conn-G", Count: 1, LeaseEndMs: t0 + DefaultLockDefaultExpireMs, Token: 5, Unclaimed: true,
+					Waiters: []lockview.Waiter{{Owner: "after", ConnID: "conn-H", DeadlineMs: t0 + 30_000}}},
+				{Type: kN.String(), Key: "job/nightly", Owner: "worker-1", ConnID: "conn-B", Count: 1, LeaseEndMs: t0 + 45_000, Token: 6},
+				{Type: kN.String(), Key: "long-queue", Owner: "h", ConnID: "conn-J", Count: 1, LeaseEndMs: t0 + 50_000, Token: 7, Waiters: queue},
 			})
 			var out bytes.Buffer
 			if err := rep.Write(&out); err != nil {
@@ -150,7 +151,7 @@ func TestImportGen2(t *testing.T) {
 	}
 }
 
-// The waiters' enqueue times come through too (LockInfo does not show them).
+// The waiters' enqueue times come through too (lockview.Lock does not show them).
 func TestImportGen2WaiterDetail(t *testing.T) {
 	locks, _, err := DecodeNacosSnapshot(fixtureContent(t, "gen2-hashmap"), NacosImportOptions{NowMs: t0, WaiterLeaseMs: 1234})
 	if err != nil {

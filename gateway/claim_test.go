@@ -16,6 +16,7 @@ import (
 	"nacos-lockd/protocol"
 	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 	"nacos-lockd/storage"
 )
 
@@ -149,7 +150,7 @@ type clockAfterRead struct {
 	t *testing.T
 }
 
-func (c clockAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+func (c clockAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
 	l, err := c.Node.LockLinearizable(ctx, kind, key)
 	if r, perr := c.Node.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli() + 5000,
 		Kind: statemachine.KindNonReentrant, Key: fmt.Sprint("elsewhere-", time.Now().UnixNano()), Owner: "x", ConnID: "x", LeaseMs: 1000}); perr != nil || !r.Success() {
@@ -185,8 +186,8 @@ func TestClaimFromReadLeaseRunsFromTheRead(t *testing.T) {
 			t.Fatalf("the lock is gone: %+v", l)
 		}
 		if !l.Unclaimed {
-			if l.LeaseEnd > answered+20000 {
-				t.Fatalf("the claimed lease ends %d ms after the answer plus the lease: counted from the clock at the record", l.LeaseEnd-answered-20000)
+			if l.LeaseEndMs > answered+20000 {
+				t.Fatalf("the claimed lease ends %d ms after the answer plus the lease: counted from the clock at the record", l.LeaseEndMs-answered-20000)
 			}
 			break
 		}

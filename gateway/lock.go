@@ -115,7 +115,7 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 	}
 	l, err := s.table.LockLinearizable(ctx, cmd.Kind, cmd.Key)
 	if err != nil || l.Owner != cmd.Owner || !l.Unclaimed || l.Token != token || l.ConnID != cmd.ConnID ||
-		l.LeaseEnd-cmd.NowMs < cmd.LeaseMs/2 {
+		l.LeaseEndMs-cmd.NowMs < cmd.LeaseMs/2 {
 		return statemachine.Result{}, false
 	}
 	// The claim takes effect at the read, so its lease runs from there: the

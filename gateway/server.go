@@ -22,6 +22,7 @@ import (
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // Table is everything the gateway asks of the replicated lock table
@@ -35,7 +36,7 @@ type Table interface {
 	Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error)
 	// LockLinearizable reads one lock after everything committed before
 	// the call has been applied.
-	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error)
+	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error)
 	IsLeader() bool
 	// TransferLeadership hands leadership to another member before this
 	// node shuts down, if it leads and another exists (nil otherwise).

@@ -301,7 +301,7 @@ func TestLeaseRules(t *testing.T) {
 			t.Fatalf("%s: acquire refused", tt.key)
 		}
 		after := time.Now().UnixMilli()
-		end := ts.table.Lock(statemachine.KindNacosLock, tt.key).LeaseEnd
+		end := ts.table.Lock(statemachine.KindNacosLock, tt.key).LeaseEndMs
 		if tt.want > 1 && (end < before+tt.want || end > after+tt.want) {
 			t.Fatalf("%s: lease end %d, want %d..%d", tt.key, end, before+tt.want, after+tt.want)
 		}

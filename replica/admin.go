@@ -11,7 +11,8 @@ import (
 )
 
 // The admin API's reads and its force release (gateway/admin.Locks), on
-// Node (replicatest.Local's are in its local.go; the mapping to lockview in adminview.go).
+// Node (replicatest.Local's are in its local.go; the mapping of queries and
+// force release in statemachine/adminview.go).
 // Reads go through Lookup: linearizable by default
 // (ReadIndex: the replica first catches up with the leader's commit
 // index), or, with stale, whatever this replica has applied.
@@ -26,7 +27,7 @@ func (n *Node) ListLocks(ctx context.Context, q lockview.Query, stale bool) (loc
 	if err != nil {
 		return lockview.Page{}, fmt.Errorf("list locks: %w", err)
 	}
-	return statemachine.PageView(v.(statemachine.LockPage)), nil
+	return v.(lockview.Page), nil
 }
 
 // GetLock reads one lock; lockview.ErrNotFound when it is free.
@@ -39,7 +40,7 @@ func (n *Node) GetLock(ctx context.Context, lockType, key string, stale bool) (l
 	if err != nil {
 		return lockview.Lock{}, fmt.Errorf("read lock: %w", err)
 	}
-	return statemachine.FoundLock(v.(statemachine.LockInfo))
+	return statemachine.FoundLock(v.(lockview.Lock))
 }
 
 // ForceRelease commits FORCE_RELEASE: the lock is released whoever holds

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // waitQueued waits until group commit holds want commands in its queue:
@@ -34,7 +35,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 	defer db.Close()
 	defer n.Close()
 	now := func() int64 { return time.Now().UnixMilli() }
-	hand := func(key string) statemachine.LockInfo {
+	hand := func(key string) lockview.Lock {
 		// a holds, b queues, a releases: b holds an unclaimed grant.
 		propose(t, n, acq(N, key, "a", "c1", now(), 60000, 0))
 		propose(t, n, acq(N, key, "b", "c2", now(), 60000, 60000))
@@ -45,7 +46,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 		}
 		return l
 	}
-	record := func(l statemachine.LockInfo) <-chan error {
+	record := func(l lockview.Lock) <-chan error {
 		done, err := n.Record(context.Background(), claimCmd(N, l.Key, "b", "c2", now(), 60000, l.Token))
 		if err != nil {
 			t.Fatal(err)

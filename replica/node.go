@@ -25,6 +25,7 @@ import (
 	"nacos-lockd/storage"
 
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // ErrUnavailable means the command could not be committed in time (no
@@ -324,12 +325,12 @@ func (n *Node) Stats() (statemachine.Stats, error) {
 }
 
 // Lock reads one lock from the local replica (possibly stale).
-func (n *Node) Lock(kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+func (n *Node) Lock(kind statemachine.Kind, key string) (lockview.Lock, error) {
 	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
 	if err != nil {
-		return statemachine.LockInfo{}, fmt.Errorf("read lock: %w", err)
+		return lockview.Lock{}, fmt.Errorf("read lock: %w", err)
 	}
-	return v.(statemachine.LockInfo), nil
+	return v.(lockview.Lock), nil
 }
 
 // Expired lists leases that ended before nowMs according to the local
@@ -456,16 +457,16 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 
 // LockLinearizable reads one lock after catching up with the leader's
 // commit index (ReadIndex): what admin queries use.
-func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
 	var v any
 	err := retryRead(ctx, func(actx context.Context) (err error) {
 		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
 		return err
 	})
 	if err != nil {
-		return statemachine.LockInfo{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
+		return lockview.Lock{}, fmt.Errorf("read lock: %w: %w", ErrUnavailable, err)
 	}
-	return v.(statemachine.LockInfo), nil
+	return v.(lockview.Lock), nil
 }
 
 // Nodes lists the node ids whose connections the local replica's table

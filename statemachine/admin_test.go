@@ -20,7 +20,7 @@ func TestForceRelease(t *testing.T) {
 			{forceRel(R, "k", 0, 200), Result{Code: CodeOK, WaitPosition: -1, Token: 1}}, // index 5
 		})
 		l := tb.Lock(R, "k")
-		if l.Owner != "b" || l.ConnID != "c2" || l.Count != 1 || !l.Unclaimed || l.Token != 5 || l.LeaseEnd != 3200 || l.AcquiredAt != 200 ||
+		if l.Owner != "b" || l.ConnID != "c2" || l.Count != 1 || !l.Unclaimed || l.Token != 5 || l.LeaseEndMs != 3200 || l.AcquiredAtMs != 200 ||
 			len(l.Waiters) != 1 || l.Waiters[0].Owner != "c" {
 			t.Fatalf("after force release: %+v", l)
 		}
@@ -43,7 +43,7 @@ func TestForceRelease(t *testing.T) {
 			{forceRel(N, "k", 1, 200), Result{Code: CodeOK, WaitPosition: -1, Token: 1}},
 			{acq(N, "k", "b", "c2", 300, 10000, 0), ok(1, 3)},
 		})
-		if l := tb.Lock(N, "k"); l.Owner != "b" || l.AcquiredAt != 300 {
+		if l := tb.Lock(N, "k"); l.Owner != "b" || l.AcquiredAtMs != 300 {
 			t.Fatalf("new grant: %+v", l)
 		}
 	})
@@ -93,7 +93,7 @@ func TestForceRelease(t *testing.T) {
 			{rel(N, "k", "a", 200), ok(0, 0)}, // index 4: b granted, unclaimed
 			{forceRel(N, "k", 4, 210), Result{Code: CodeOK, WaitPosition: -1, Token: 4}},
 		})
-		if l := tb.Lock(N, "k"); l.Owner != "c" || l.Token != 5 || !l.Unclaimed || l.AcquiredAt != 210 {
+		if l := tb.Lock(N, "k"); l.Owner != "c" || l.Token != 5 || !l.Unclaimed || l.AcquiredAtMs != 210 {
 			t.Fatalf("after force release of the unclaimed grant: %+v", l)
 		}
 	})
@@ -126,16 +126,16 @@ func TestAcquiredAtIsTheGrantTime(t *testing.T) {
 		{renew(R, "k", "a", "c2", 900, 1000), ok(2, 1)},
 		{acq(R, "k", "b", "c3", 950, 1000, 60000), queued(0)},
 	})
-	if l := tb.Lock(R, "k"); l.AcquiredAt != 100 {
+	if l := tb.Lock(R, "k"); l.AcquiredAtMs != 100 {
 		t.Fatalf("after re-entry and renew: %+v", l)
 	}
 	tb.Apply(5, rel(R, "k", "a", 1000))
 	tb.Apply(6, rel(R, "k", "a", 1200)) // hands off at 1200
-	if l := tb.Lock(R, "k"); l.Owner != "b" || l.AcquiredAt != 1200 {
+	if l := tb.Lock(R, "k"); l.Owner != "b" || l.AcquiredAtMs != 1200 {
 		t.Fatalf("after hand-off: %+v", l)
 	}
 	tb.Apply(7, Command{Op: OpAcquire, Kind: R, Key: "k", Owner: "b", ConnID: "c3", NowMs: 1300, LeaseMs: 1000, WaitMs: 60000, Retry: true})
-	if l := tb.Lock(R, "k"); l.Unclaimed || l.AcquiredAt != 1200 {
+	if l := tb.Lock(R, "k"); l.Unclaimed || l.AcquiredAtMs != 1200 {
 		t.Fatalf("the claim moved the grant time: %+v", l)
 	}
 }
@@ -204,13 +204,14 @@ func listAll(t *testing.T, tb *Table, q ListQuery) []string {
 		}
 		p := tb.List(q)
 		for _, l := range p.Locks {
-			out = append(out, l.Kind.String()+" "+l.Key)
+			out = append(out, l.Type+" "+l.Key)
 		}
 		if !p.More {
 			return out
 		}
 		last := p.Locks[len(p.Locks)-1]
-		q.AfterKind, q.AfterKey = last.Kind, last.Key
+		q.AfterKind, _ = ParseKind(last.Type)
+		q.AfterKey = last.Key
 	}
 }
 

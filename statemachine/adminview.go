@@ -7,8 +7,9 @@ import (
 )
 
 // The admin API's reads and force release in its own plain values
-// (lockview): the mapping from the table's answers and to its commands,
-// shared by every implementation of gateway/admin.Locks.
+// (lockview): the mapping of its queries to the table's and of force
+// release to its command and back, shared by every implementation of
+// gateway/admin.Locks. The table answers in lockview.Lock already.
 
 // MaxListLimit caps one page of ListLocks: Lookup holds the table's read
 // lock while it builds the page, and apply waits for it.
@@ -85,35 +86,11 @@ func ForceReleaseError(res Result) error {
 	return fmt.Errorf("force release: %s", res.Code)
 }
 
-// FoundLock maps a LockQuery answer to the admin API's view;
+// FoundLock is a LockQuery answer as the admin API's GetLock returns it:
 // lockview.ErrNotFound when the lock is free.
-func FoundLock(info LockInfo) (lockview.Lock, error) {
-	if !info.Found {
+func FoundLock(l lockview.Lock) (lockview.Lock, error) {
+	if !l.Found {
 		return lockview.Lock{}, lockview.ErrNotFound
 	}
-	return LockView(info), nil
-}
-
-// PageView maps a ListQuery answer to the admin API's view.
-func PageView(p LockPage) lockview.Page {
-	out := lockview.Page{More: p.More, Applied: p.Applied, Locks: make([]lockview.Lock, len(p.Locks))}
-	for i, l := range p.Locks {
-		out.Locks[i] = LockView(l)
-	}
-	return out
-}
-
-// LockView maps one lock to the admin API's view.
-func LockView(info LockInfo) lockview.Lock {
-	v := lockview.Lock{
-		Type: info.Kind.String(), Key: info.Key, Owner: info.Owner, ConnID: info.ConnID, Count: info.Count,
-		Token: info.Token, AcquiredAtMs: info.AcquiredAt, LeaseEndMs: info.LeaseEnd, Unclaimed: info.Unclaimed,
-	}
-	if len(info.Waiters) > 0 {
-		v.Waiters = make([]lockview.Waiter, len(info.Waiters))
-		for i, w := range info.Waiters {
-			v.Waiters[i] = lockview.Waiter{Owner: w.Owner, ConnID: w.ConnID, DeadlineMs: w.Deadline}
-		}
-	}
-	return v
+	return l, nil
 }

@@ -37,7 +37,7 @@ func TestClaimLeaseRunsFromTheRead(t *testing.T) {
 		if !atNow {
 			want = 900 + 1000
 		}
-		if got := tb.Lock(R, "k").LeaseEnd; got != want {
+		if got := tb.Lock(R, "k").LeaseEndMs; got != want {
 			t.Fatalf("LeaseAtNow %v: lease ends at %d, want %d", atNow, got, want)
 		}
 		// The next command after the lease (clock 1130) finds the lock over.
@@ -62,7 +62,7 @@ func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
 		{cancelWait(R, "k", "b", "c2", 160), Result{Code: CodeOK, WaitPosition: -1}},
 	})
 	l := tb.Lock(R, "k")
-	if l.Owner != "b" || l.Unclaimed || l.Count != 2 || l.LeaseEnd != 5150 {
+	if l.Owner != "b" || l.Unclaimed || l.Count != 2 || l.LeaseEndMs != 5150 {
 		t.Fatalf("after claim, re-entry and cancel: %+v", l)
 	}
 	// A claim of a grant whose lease ran out finds the lock passed on.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"nacos-lockd/connid"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // ExpiredQuery asks for held locks whose lease ended before NowMs (the
@@ -27,33 +28,6 @@ type ExpiredLease struct {
 type LockQuery struct {
 	Kind Kind
 	Key  string
-}
-
-// LockInfo is one lock as the table holds it. Found is false for a free
-// lock nobody waits for.
-type LockInfo struct {
-	Found     bool
-	Kind      Kind
-	Key       string
-	Owner     string
-	ConnID    string
-	Count     int32
-	LeaseEnd  int64
-	Token     uint64
-	Unclaimed bool
-	Waiters   []WaiterInfo
-	// AcquiredAt is the table clock when the current grant was made; 0
-	// when unknown (see lockState.acquiredAt).
-	AcquiredAt int64
-	// Clock is the table clock when the lock was read (found or not).
-	Clock int64
-}
-
-// WaiterInfo is one queued waiter.
-type WaiterInfo struct {
-	Owner    string
-	ConnID   string
-	Deadline int64
 }
 
 // handOffQuery asks whether a lock is granted to someone other than Owner
@@ -129,20 +103,23 @@ func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 	return out
 }
 
-// Lock reports one lock's state.
-func (t *Table) Lock(kind Kind, key string) LockInfo {
+// Lock reports one lock's state; Found is false when it is free.
+func (t *Table) Lock(kind Kind, key string) lockview.Lock {
 	l, ok := t.locks[lockID{kind, key}]
 	if !ok {
-		return LockInfo{Kind: kind, Key: key, Clock: t.clock}
+		return lockview.Lock{Type: kind.String(), Key: key, Clock: t.clock}
 	}
-	info := LockInfo{
-		Found: true, Kind: kind, Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
-		LeaseEnd: l.leaseEnd, Token: l.token, Unclaimed: l.unclaimed, AcquiredAt: l.acquiredAt, Clock: t.clock,
+	v := lockview.Lock{
+		Found: true, Type: kind.String(), Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
+		Token: l.token, AcquiredAtMs: l.acquiredAt, LeaseEndMs: l.leaseEnd, Unclaimed: l.unclaimed, Clock: t.clock,
 	}
-	for _, w := range l.waiters {
-		info.Waiters = append(info.Waiters, WaiterInfo{Owner: w.owner, ConnID: w.connID, Deadline: w.deadline})
+	if len(l.waiters) > 0 {
+		v.Waiters = make([]lockview.Waiter, len(l.waiters))
+		for i, w := range l.waiters {
+			v.Waiters[i] = lockview.Waiter{Owner: w.owner, ConnID: w.connID, DeadlineMs: w.deadline}
+		}
 	}
-	return info
+	return v
 }
 
 // Stats reports table-wide figures.
@@ -199,19 +176,11 @@ type ListQuery struct {
 	Limit     int
 }
 
-// LockPage is one page of a listing. More reports that further locks
-// match after the last one.
-type LockPage struct {
-	Locks   []LockInfo
-	More    bool
-	Applied uint64
-}
-
 // List answers a ListQuery from the ordered index: each kind's matching
 // keys are one contiguous range of it, so a page costs its own length plus
 // a seek, however large the table.
-func (t *Table) List(q ListQuery) LockPage {
-	page := LockPage{Applied: t.applied}
+func (t *Table) List(q ListQuery) lockview.Page {
+	page := lockview.Page{Applied: t.applied}
 	after := lockID{q.AfterKind, q.AfterKey}
 	for kind := KindNacosLock; kind <= KindNonReentrant; kind++ {
 		if (q.Kind != 0 && kind != q.Kind) || kind < q.AfterKind {

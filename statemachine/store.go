@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"slices"
+
+	"nacos-lockd/statemachine/lockview"
 )
 
 // StoreReader is what loading a table needs from its key/value store
@@ -204,13 +206,13 @@ func ReadSnapshot(r io.Reader) (*Table, int, error) {
 }
 
 // Locks lists every lock in the table in (kind, key) order.
-func (t *Table) Locks() []LockInfo {
+func (t *Table) Locks() []lockview.Lock {
 	ids := make([]lockID, 0, len(t.locks))
 	for id := range t.locks {
 		ids = append(ids, id)
 	}
 	slices.SortFunc(ids, compareIDs)
-	out := make([]LockInfo, len(ids))
+	out := make([]lockview.Lock, len(ids))
 	for i, id := range ids {
 		out[i] = t.Lock(id.kind, id.key)
 	}

@@ -26,6 +26,10 @@ func compareIDs(a, b lockID) int {
 // queued waiters: whenever a lock becomes free, the same apply hands it to
 // the first live waiter (see settle), so a free entry with no waiters is
 // deleted and nobody can barge past a queue.
+//
+// It is the table's own mutable state, shared by pointer between its maps,
+// and holds what only apply needs (the waiters' enqueue times and leases);
+// readers get a copy as a lockview.Lock (Table.Lock), never a lockState.
 type lockState struct {
 	owner    string
 	connID   string // connection of the owner's latest ACQUIRE, RENEW or claim

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"unsafe"
+
+	"nacos-lockd/statemachine/lockview"
 )
 
 // Commands are built with these helpers; time is explicit everywhere.
@@ -75,12 +77,12 @@ func TestAcquireRelease(t *testing.T) {
 		name  string
 		steps []step
 		// end describes the lock "k" (kind of the first step) afterwards.
-		end LockInfo
+		end lockview.Lock
 	}{
 		{
 			name:  "acquire free lock",
 			steps: []step{{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)}},
-			end:   LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end:   lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "second owner refused without waiting",
@@ -88,7 +90,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "k", "b", "c2", 101, 1000, 0), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "same key under two types is two locks",
@@ -96,7 +98,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(R, "k", "b", "c2", 101, 1000, 0), ok(1, 2)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "keys are case sensitive",
@@ -104,7 +106,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "K", "b", "c2", 101, 1000, 0), ok(1, 2)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "reentrant counts up and down with the same token",
@@ -115,7 +117,7 @@ func TestAcquireRelease(t *testing.T) {
 				{rel(R, "k", "a", 400), ok(2, 0)},
 				{rel(R, "k", "a", 500), ok(1, 0)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1300, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1300, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "final release frees and deletes the entry",
@@ -133,7 +135,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(R, "k", "a", "c2", 900, 5000, 0), ok(2, 1)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c2", Count: 2, LeaseEnd: 5900, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c2", Count: 2, LeaseEndMs: 5900, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "non-reentrant refuses its own holder and never queues it",
@@ -141,7 +143,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "a", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(N, "k", "a", "c1", 101, 1000, 5000), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "a", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "nacos lock refuses re-entry",
@@ -149,7 +151,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(G, "k", "c1", "c1", 100, 1000, 0), ok(1, 1)},
 				{acq(G, "k", "c1", "c1", 101, 1000, 0), refused(CodeHeld)},
 			},
-			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name: "release by another owner is refused",
@@ -157,7 +159,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(G, "k", "c1", "c1", 100, 1000, 0), ok(1, 1)},
 				{rel(G, "k", "c2", 101), refused(CodeNotOwner)},
 			},
-			end: LockInfo{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEnd: 1100, Token: 1, AcquiredAt: 100},
+			end: lockview.Lock{Found: true, Owner: "c1", ConnID: "c1", Count: 1, LeaseEndMs: 1100, Token: 1, AcquiredAtMs: 100},
 		},
 		{
 			name:  "release of a lock that does not exist",
@@ -177,7 +179,7 @@ func TestAcquireRelease(t *testing.T) {
 				{acq(N, "k", "b", "c2", 1100, 1000, 0), refused(CodeHeld)},
 				{acq(N, "k", "b", "c2", 1101, 1000, 0), ok(1, 3)},
 			},
-			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 2101, Token: 3, AcquiredAt: 1101},
+			end: lockview.Lock{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEndMs: 2101, Token: 3, AcquiredAtMs: 1101},
 		},
 		{
 			name: "a command stamped in the past does not move the clock back",
@@ -187,14 +189,14 @@ func TestAcquireRelease(t *testing.T) {
 				// Stamped before the lease end, but the table clock is 5000.
 				{acq(N, "k", "b", "c2", 200, 1000, 0), ok(1, 3)},
 			},
-			end: LockInfo{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEnd: 6000, Token: 3, AcquiredAt: 5000},
+			end: lockview.Lock{Found: true, Owner: "b", ConnID: "c2", Count: 1, LeaseEndMs: 6000, Token: 3, AcquiredAtMs: 5000},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tb := run(t, tt.steps)
 			first := tt.steps[0].cmd
-			tt.end.Kind, tt.end.Key = first.Kind, "k"
+			tt.end.Type, tt.end.Key = first.Kind.String(), "k"
 			got := tb.Lock(first.Kind, "k")
 			tt.end.Clock = tb.Clock() // the read's clock, not the lock's state
 			if fmt.Sprint(got) != fmt.Sprint(tt.end) {
@@ -213,7 +215,7 @@ func TestRenew(t *testing.T) {
 			{cleanup("c1", 1600), ok(0, 0)}, // the old connection no longer holds it
 			{acq(R, "k", "b", "c3", 1700, 1000, 0), refused(CodeHeld)},
 		})
-		if l := tb.Lock(R, "k"); l.ConnID != "c2" || l.LeaseEnd != 2000 {
+		if l := tb.Lock(R, "k"); l.ConnID != "c2" || l.LeaseEndMs != 2000 {
 			t.Fatalf("lock after renew: %+v", l)
 		}
 	})
@@ -290,7 +292,7 @@ func TestWaitQueue(t *testing.T) {
 			t.Fatalf("notifications: %+v", n)
 		}
 		l := tb.Lock(R, "k")
-		if l.Owner != "b" || !l.Unclaimed || l.Token != 5 || l.LeaseEnd != 2200 || len(l.Waiters) != 1 {
+		if l.Owner != "b" || !l.Unclaimed || l.Token != 5 || l.LeaseEndMs != 2200 || len(l.Waiters) != 1 {
 			t.Fatalf("after hand-off: %+v", l)
 		}
 		// Nobody barges while b's grant is unclaimed.
@@ -470,8 +472,8 @@ func TestMalformedCommandsChangeNothing(t *testing.T) {
 
 func TestHugeLeaseDoesNotOverflow(t *testing.T) {
 	tb := run(t, []step{{acq(N, "k", "a", "c1", 1<<62, 1<<62, 1<<62), ok(1, 1)}})
-	if l := tb.Lock(N, "k"); l.LeaseEnd != maxTime {
-		t.Fatalf("lease end %d", l.LeaseEnd)
+	if l := tb.Lock(N, "k"); l.LeaseEndMs != maxTime {
+		t.Fatalf("lease end %d", l.LeaseEndMs)
 	}
 }
 

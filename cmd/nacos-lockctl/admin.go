@@ -17,34 +17,11 @@ import (
 	"time"
 	"unicode"
 
+	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/statemachine/lockview"
 )
 
 var adminCommands = map[string]bool{"ls": true, "get": true, "force-release": true, "watch": true, "login": true}
-
-// lockRow is a lock as the admin API shows it (gateway/admin.Lock).
-type lockRow struct {
-	Type           string `json:"type"`
-	Key            string `json:"key"`
-	Owner          string `json:"owner"`
-	ConnectionID   string `json:"connectionId"`
-	ClientIP       string `json:"clientIp"`
-	Node           string `json:"node"`
-	FencingToken   uint64 `json:"fencingToken"`
-	ReentrantCount int32  `json:"reentrantCount"`
-	AcquiredAtMs   int64  `json:"acquiredAtMs"`
-	LeaseEndMs     int64  `json:"leaseEndMs"`
-	TimeLeftMs     int64  `json:"timeLeftMs"`
-	Unclaimed      bool   `json:"unclaimed"`
-	Waiters        []struct {
-		Position     int    `json:"position"`
-		Owner        string `json:"owner"`
-		ConnectionID string `json:"connectionId"`
-		ClientIP     string `json:"clientIp"`
-		DeadlineMs   int64  `json:"deadlineMs"`
-		TimeLeftMs   int64  `json:"timeLeftMs"`
-	} `json:"waiters"`
-}
 
 func (c *ctl) adminCommand(ctx context.Context, cmd string, args []string) error {
 	switch cmd {
@@ -91,7 +68,7 @@ type listPage struct {
 
 // listLocks fetches locks page by page, following the API's cursors, up
 // to lf.limit of them (0: all). more reports that the limit cut it short.
-func (c *ctl) listLocks(ctx context.Context, lf listFlags) (raw []json.RawMessage, rows []lockRow, more bool, err error) {
+func (c *ctl) listLocks(ctx context.Context, lf listFlags) (raw []json.RawMessage, rows []adminapi.Lock, more bool, err error) {
 	if lf.page < 1 || lf.page > lockview.MaxListLimit {
 		return nil, nil, false, fmt.Errorf("--page %d: want 1 to %d", lf.page, lockview.MaxListLimit)
 	}
@@ -115,7 +92,7 @@ func (c *ctl) listLocks(ctx context.Context, lf listFlags) (raw []json.RawMessag
 			return nil, nil, false, err
 		}
 		for _, r := range page.Locks {
-			var row lockRow
+			var row adminapi.Lock
 			if err := json.Unmarshal(r, &row); err != nil {
 				return nil, nil, false, fmt.Errorf("decode lock: %w", err)
 			}
@@ -164,7 +141,7 @@ func nonNil(raw []json.RawMessage) []json.RawMessage {
 }
 
 // lockTable prints held locks, one a line.
-func (c *ctl) lockTable(rows []lockRow, now time.Time) {
+func (c *ctl) lockTable(rows []adminapi.Lock, now time.Time) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TYPE\tKEY\tOWNER\tCLIENT\tTOKEN\tCOUNT\tHELD\tLEASE LEFT\tWAITERS\t")
 	for _, l := range rows {
@@ -201,7 +178,7 @@ func (c *ctl) get(ctx context.Context, args []string) error {
 		_, err := c.out.Write(data)
 		return err
 	}
-	var l lockRow
+	var l adminapi.Lock
 	if err := json.Unmarshal(data, &l); err != nil {
 		return fmt.Errorf("decode lock: %w", err)
 	}
@@ -209,7 +186,7 @@ func (c *ctl) get(ctx context.Context, args []string) error {
 	return nil
 }
 
-func (c *ctl) lockDetail(l lockRow, now time.Time) {
+func (c *ctl) lockDetail(l adminapi.Lock, now time.Time) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 1, ' ', 0)
 	conn := l.ConnectionID
 	if l.ClientIP != "" {
@@ -263,8 +240,8 @@ func (c *ctl) forceRelease(ctx context.Context, args []string) error {
 		return err
 	}
 	var r struct {
-		Previous lockRow  `json:"previous"`
-		Current  *lockRow `json:"current"`
+		Previous adminapi.Lock  `json:"previous"`
+		Current  *adminapi.Lock `json:"current"`
 	}
 	if err := json.Unmarshal(data, &r); err != nil {
 		return fmt.Errorf("decode reply: %w", err)

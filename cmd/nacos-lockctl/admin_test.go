@@ -21,6 +21,7 @@ import (
 
 	"nacos-lockd/gateway"
 	"nacos-lockd/gateway/admin"
+	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/gateway/auth"
 	"nacos-lockd/gateway/auth/authtest"
 	"nacos-lockd/interop/client"
@@ -232,8 +233,8 @@ func TestAdminCommands(t *testing.T) {
 	// --json follows the cursors page by page.
 	out, errOut, code = n.ctl(t, "", nil, "--json", "ls", "--page", "2")
 	var listed struct {
-		Locks []lockRow `json:"locks"`
-		More  bool      `json:"more"`
+		Locks []adminapi.Lock `json:"locks"`
+		More  bool            `json:"more"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &listed) != nil || len(listed.Locks) != len(held) || listed.More {
 		t.Fatalf("ls --json: exit %d\n%s%s", code, out, errOut)
@@ -257,7 +258,7 @@ func TestAdminCommands(t *testing.T) {
 	}
 	for _, h := range held {
 		out, errOut, code = n.ctl(t, "", nil, "--json", "get", h.typ, h.key)
-		var l lockRow
+		var l adminapi.Lock
 		if code != 0 || json.Unmarshal([]byte(out), &l) != nil || l.Key != h.key || l.Type != h.typ || l.ClientIP != "127.0.0.1" ||
 			l.FencingToken != tokens[h.key] || l.AcquiredAtMs == 0 || l.TimeLeftMs <= 0 || l.ConnectionID != holder.ConnectionID() {
 			t.Fatalf("get --json %s %q: exit %d\n%s%s", h.typ, h.key, code, out, errOut)
@@ -288,8 +289,8 @@ func TestAdminCommands(t *testing.T) {
 	}
 	out, _, code = n.ctl(t, "", nil, "--json", "force-release", "NON_REENTRANT", "..")
 	var rel struct {
-		Released bool     `json:"released"`
-		Current  *lockRow `json:"current"`
+		Released bool           `json:"released"`
+		Current  *adminapi.Lock `json:"current"`
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &rel) != nil || !rel.Released || rel.Current != nil {
 		t.Fatalf("force-release --json: %s", out)
@@ -306,8 +307,8 @@ func TestAdminCommands(t *testing.T) {
 	out, _, code = n.ctl(t, "", nil, "--json", "watch", "--interval", "200ms", "--count", "3", "--type", "REENTRANT")
 	frames := strings.Split(strings.TrimSpace(out), "\n")
 	var frame struct {
-		At    string    `json:"at"`
-		Locks []lockRow `json:"locks"`
+		At    string          `json:"at"`
+		Locks []adminapi.Lock `json:"locks"`
 	}
 	if code != 0 || len(frames) != 3 || json.Unmarshal([]byte(frames[2]), &frame) != nil || len(frame.Locks) != 3 || frame.At == "" {
 		t.Fatalf("watch --json: exit %d\n%s", code, out)

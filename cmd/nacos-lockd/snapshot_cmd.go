@@ -141,15 +141,15 @@ func writeTableSummary(w io.Writer, t *statemachine.Table, keys bool) {
 	unclaimed := 0
 	var oldest, newest int64
 	for i, l := range locks {
-		byType[l.Kind.String()]++
+		byType[l.Type]++
 		if l.Unclaimed {
 			unclaimed++
 		}
-		if i == 0 || l.LeaseEnd < oldest {
-			oldest = l.LeaseEnd
+		if i == 0 || l.LeaseEndMs < oldest {
+			oldest = l.LeaseEndMs
 		}
-		if i == 0 || l.LeaseEnd > newest {
-			newest = l.LeaseEnd
+		if i == 0 || l.LeaseEndMs > newest {
+			newest = l.LeaseEndMs
 		}
 	}
 	fmt.Fprintf(w, "locks: %d held (%d handed to a waiter, not yet claimed), %d waiters\n", st.Held, unclaimed, st.Queued)
@@ -166,9 +166,9 @@ func writeTableSummary(w io.Writer, t *statemachine.Table, keys bool) {
 			extra = " unclaimed"
 		}
 		fmt.Fprintf(w, "lock %s %q owner=%q conn=%q count=%d lease_end=%d token=%d waiters=%d%s\n",
-			l.Kind, l.Key, l.Owner, l.ConnID, l.Count, l.LeaseEnd, l.Token, len(l.Waiters), extra)
+			l.Type, l.Key, l.Owner, l.ConnID, l.Count, l.LeaseEndMs, l.Token, len(l.Waiters), extra)
 		for i, wt := range l.Waiters {
-			fmt.Fprintf(w, "  waiter %d owner=%q conn=%q deadline=%d\n", i, wt.Owner, wt.ConnID, wt.Deadline)
+			fmt.Fprintf(w, "  waiter %d owner=%q conn=%q deadline=%d\n", i, wt.Owner, wt.ConnID, wt.DeadlineMs)
 		}
 	}
 }

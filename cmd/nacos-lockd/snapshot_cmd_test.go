@@ -87,7 +87,7 @@ func TestImportNacosGen1Command(t *testing.T) {
 	if !strings.Contains(out.String(), "legacy-migrated 2") || !strings.Contains(out.String(), "dropped: 2 expired, 2 free") {
 		t.Fatalf("output:\n%s", out.String())
 	}
-	if l := loadStore(t, dataDir).Lock(statemachine.KindNacosLock, "锁-🔑"); l.Owner != "legacy-migrated" || l.ConnID != "" || l.LeaseEnd != fixtureNow+120_000 {
+	if l := loadStore(t, dataDir).Lock(statemachine.KindNacosLock, "锁-🔑"); l.Owner != "legacy-migrated" || l.ConnID != "" || l.LeaseEndMs != fixtureNow+120_000 {
 		t.Fatalf("legacy lock %+v", l)
 	}
 }
@@ -339,8 +339,9 @@ func TestSnapshotExportRestore(t *testing.T) {
 		t.Fatalf("restored %+v from %+v", a, b)
 	}
 	for _, l := range before.Locks() {
-		got := after.Lock(l.Kind, l.Key)
-		if got.Owner != l.Owner || got.Token != l.Token || got.LeaseEnd != l.LeaseEnd || got.Count != l.Count || len(got.Waiters) != len(l.Waiters) {
+		kind, _ := statemachine.ParseKind(l.Type)
+		got := after.Lock(kind, l.Key)
+		if got.Owner != l.Owner || got.Token != l.Token || got.LeaseEndMs != l.LeaseEndMs || got.Count != l.Count || len(got.Waiters) != len(l.Waiters) {
 			t.Fatalf("restored %+v, was %+v", got, l)
 		}
 	}

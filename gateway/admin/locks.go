@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/connid"
+	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/statemachine/lockview"
 )
 
@@ -52,38 +53,13 @@ type Connection struct {
 	Since         time.Time `json:"since"`         // when the transport was accepted
 }
 
-// Lock is one held lock as the lock routes show it. Times are Unix
-// milliseconds (the table clock, the leader's wall clock) with an RFC 3339
-// copy for people; time left is counted from this node's clock at the
-// read.
-type Lock struct {
-	Type           string   `json:"type"`
-	Key            string   `json:"key"`
-	Owner          string   `json:"owner"`
-	ConnectionID   string   `json:"connectionId"`
-	ClientIP       string   `json:"clientIp"` // from the connection id; "" when it is not one of ours
-	Node           string   `json:"node"`     // replica id of the node holding the connection
-	FencingToken   uint64   `json:"fencingToken"`
-	ReentrantCount int32    `json:"reentrantCount"`
-	AcquiredAtMs   int64    `json:"acquiredAtMs"` // 0: unknown (granted before it was recorded, or imported)
-	AcquiredAt     string   `json:"acquiredAt,omitempty"`
-	LeaseEndMs     int64    `json:"leaseEndMs"`
-	LeaseEnd       string   `json:"leaseEnd"`
-	TimeLeftMs     int64    `json:"timeLeftMs"` // 0 once the lease is over (the reaper ends it)
-	Unclaimed      bool     `json:"unclaimed"`  // handed to a waiter that has not claimed it yet
-	Waiters        []Waiter `json:"waiters"`    // in queue order
-}
-
-// Waiter is one queued waiter.
-type Waiter struct {
-	Position     int    `json:"position"` // 0 is next
-	Owner        string `json:"owner"`
-	ConnectionID string `json:"connectionId"`
-	ClientIP     string `json:"clientIp"`
-	DeadlineMs   int64  `json:"deadlineMs"`
-	Deadline     string `json:"deadline"`
-	TimeLeftMs   int64  `json:"timeLeftMs"`
-}
+// Lock and Waiter are the lock routes' JSON. They are defined in
+// adminapi, which imports nothing, so nacos-lockctl decodes into the same
+// types without the server's dependencies; lockJSON makes them.
+type (
+	Lock   = adminapi.Lock
+	Waiter = adminapi.Waiter
+)
 
 const (
 	maxListLimit     = lockview.MaxListLimit
@@ -372,6 +348,7 @@ func decodeCursor(c string) (typ, key string, err error) {
 	return typ, key, nil
 }
 
+// lockJSON is the one mapping of a lock as read to its JSON.
 func lockJSON(l lockview.Lock, now time.Time) Lock {
 	ip, node := parseConnID(l.ConnID)
 	out := Lock{

@@ -56,7 +56,7 @@ func (l *Local) Record(ctx context.Context, cmd statemachine.Command) (<-chan er
 }
 
 // LockLinearizable reads one lock; every read of a local table is current.
-func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key string) (statemachine.LockInfo, error) {
+func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
 	return l.Lock(kind, key), nil
 }
 
@@ -75,7 +75,7 @@ func (l *Local) Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, er
 }
 
 // Lock reports one lock's state.
-func (l *Local) Lock(kind statemachine.Kind, key string) statemachine.LockInfo {
+func (l *Local) Lock(kind statemachine.Kind, key string) lockview.Lock {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.t.Lock(kind, key)
@@ -116,7 +116,7 @@ func (l *Local) ListLocks(ctx context.Context, q lockview.Query, _ bool) (lockvi
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return statemachine.PageView(l.t.List(lq)), nil
+	return l.t.List(lq), nil
 }
 
 // GetLock reads one lock; lockview.ErrNotFound when it is free.

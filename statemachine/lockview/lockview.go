@@ -1,8 +1,9 @@
-// Package lockview is the lock table as the admin API reads it: plain
+// Package lockview is the lock table as its readers see it: plain
 // values, lock types as their Nacos strings and times as Unix
-// milliseconds. The statemachine fills these values and gateway/admin
-// serves them, so the admin API depends on neither Raft nor storage. It
-// imports nothing of ours and nothing outside the standard library.
+// milliseconds. The statemachine fills these values; the replica, the
+// gateway and gateway/admin pass them on, so the admin API depends on
+// neither Raft, storage nor the table's own types. It imports nothing of
+// ours and nothing outside the standard library.
 package lockview
 
 import "errors"
@@ -50,8 +51,19 @@ type Page struct {
 	Applied uint64
 }
 
-// Lock is one held lock.
+// Lock is one lock as read from the table: what Table.Lock and List, the
+// replica's reads (Node.Lock, LockLinearizable, GetLock, ListLocks), the
+// gateway's claim by read and the admin API all hand around. It is the
+// only value type for a read lock; the table's own mutable state is
+// statemachine's lockState, and the admin API's JSON is adminapi.Lock
+// (gateway/admin/adminapi: it adds what the server derives at the read,
+// such as client IP, node and time left).
 type Lock struct {
+	// Found is false for a free lock (nobody holds it, nobody waits):
+	// then only Type, Key and Clock are set. Table.Lock and Node.Lock
+	// return such values; the admin reads return ErrNotFound instead, and
+	// every lock of a Page is found.
+	Found  bool
 	Type   string
 	Key    string
 	Owner  string
@@ -67,6 +79,10 @@ type Lock struct {
 	// confirmed it with an ACQUIRE.
 	Unclaimed bool
 	Waiters   []Waiter // in queue order
+	// Clock is the table clock when the lock was read (found or not),
+	// not part of the lock's state: a claim answered from a read takes
+	// effect then.
+	Clock int64
 }
 
 // Waiter is one queued waiter.
