@@ -124,6 +124,23 @@ func TestCoalesceWindowOff(t *testing.T) {
 	}
 }
 
+// A node's first replica id: 1 alone; in a cluster, the one every member
+// derives from its cluster.conf address (so all agree without talking).
+func TestBootstrapReplicaID(t *testing.T) {
+	self := compat.Member{Host: "127.0.0.1", Port: 8850, RaftPort: 7850}
+	if id := (Config{Self: self}).bootstrapReplicaID(); id != 1 {
+		t.Fatalf("single node: id %d, want 1", id)
+	}
+	id := (Config{Self: self, Cluster: true}).bootstrapReplicaID()
+	if id == 1 || id != self.ReplicaID() {
+		t.Fatalf("cluster member: id %d, want its address's %d", id, self.ReplicaID())
+	}
+	other := compat.Member{Host: "127.0.0.1", Port: 8852, RaftPort: 7852}
+	if id == (Config{Self: other, Cluster: true}).bootstrapReplicaID() {
+		t.Fatal("two members of one cluster.conf derive the same id")
+	}
+}
+
 // Shutdown: the gateway stops taking requests and hands over (Run
 // returns) while the node still runs; Close then closes the node, and
 // storage last. The build order is storage, node, gateway, admin.

@@ -36,26 +36,6 @@ type config struct {
 	coalesceWindow time.Duration
 }
 
-func (c config) mode() string {
-	if c.cluster {
-		return "cluster"
-	}
-	return "single-node"
-}
-
-// bootstrapReplicaID is the replica id of a node's first start: 1 for a
-// single node, and derived from the address for the initial members of a
-// cluster, so that every node computes the same ids from cluster.conf.
-// Nodes that join later get theirs from the cluster; restarts read it
-// from the data dir. The id also ends every connection id the node mints,
-// so the leader can tell whose clients a connection belongs to.
-func (c config) bootstrapReplicaID() uint64 {
-	if !c.cluster {
-		return 1
-	}
-	return c.self.ReplicaID()
-}
-
 var (
 	errHelp    = errors.New("help requested")
 	errVersion = errors.New("version requested")

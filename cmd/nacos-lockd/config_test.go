@@ -23,7 +23,7 @@ func TestParseConfig(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.Host != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster || cfg.bootstrapReplicaID() != 1 {
+		if cfg.self.Port != 8848 || cfg.dataDir != "./data" || cfg.self.Host != "127.0.0.1" || cfg.lock.DefaultLeaseMs != 30000 || cfg.cluster {
 			t.Fatalf("%+v", cfg)
 		}
 		if cfg.coalesceWindow != replica.DefaultCoalesceWindow {
@@ -100,7 +100,7 @@ func TestParseConfigCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !cfg.cluster || len(cfg.members) != 3 || cfg.self.Address() != "127.0.0.1:8850" || cfg.bootstrapReplicaID() == 1 || cfg.bootstrapReplicaID() != cfg.self.ReplicaID() {
+	if !cfg.cluster || len(cfg.members) != 3 || cfg.self.Address() != "127.0.0.1:8850" {
 		t.Fatalf("%+v", cfg)
 	}
 	_, err = parseConfig([]string{"--cluster-conf", conf, "--port", "8854"}, noEnv, io.Discard)
