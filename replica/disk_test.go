@@ -64,16 +64,7 @@ func TestDiskSMPersistsOnSync(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	db, err = storage.Open(storage.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s2 := newDiskSM(db, nil, zerolog.Nop())
-	applied, err := s2.Open(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, applied := reopenDiskSM(t, dir)
 	if applied != 1500 {
 		t.Fatalf("applied after reopen %d, want 1500", applied)
 	}
@@ -242,16 +233,7 @@ func TestDiskSMDefersPersistence(t *testing.T) {
 	if err := db.Close(); err != nil { // a crash: no Sync, no Close of the SM
 		t.Fatal(err)
 	}
-	db, err = storage.Open(storage.Config{Dir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	s2 := newDiskSM(db, nil, zerolog.Nop())
-	applied, err := s2.Open(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2, applied := reopenDiskSM(t, dir)
 	if applied != 100 {
 		t.Fatalf("applied after reopen %d, want 100 (the last Sync)", applied)
 	}
@@ -263,4 +245,21 @@ func TestDiskSMDefersPersistence(t *testing.T) {
 	if !bytes.Equal(s2.table.StateBytes(), s.table.StateBytes()) {
 		t.Fatal("replayed table differs from the original")
 	}
+}
+
+// reopenDiskSM opens the store in dir again, as a restart does, and the
+// state machine over it; it reports the index Open says was applied.
+func reopenDiskSM(t *testing.T, dir string) (*diskSM, uint64) {
+	t.Helper()
+	db, err := storage.Open(storage.Config{Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	s := newDiskSM(db, nil, zerolog.Nop())
+	applied, err := s.Open(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, applied
 }
