@@ -71,8 +71,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
 		return lockFailure(writeFailure(req.LockOperationEnum))
 	}
-	if res.Code == statemachine.CodeTooManyLocks || res.Code == statemachine.CodeTooManyWaiters {
-		limit := map[statemachine.Code]string{statemachine.CodeTooManyLocks: "locks", statemachine.CodeTooManyWaiters: "waiters_per_lock"}[res.Code]
+	if limit := verdictOf(res.Code).limit; limit != "" {
 		s.m.limited(limit)
 		s.m.request(opLabel(cmd.Op), "limited", time.Since(start), nacosOp)
 		c.log.Debug().Str("limit", limit).Msg("lock request refused by a table limit")

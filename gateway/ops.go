@@ -72,19 +72,22 @@ type verdict struct {
 	// message is the client's lockResult.errorMessage for the refusal
 	// (Nacos's text where Nacos has one).
 	message string
+	// limit names the table limit a refusal hit (its limit_rejections
+	// label); such a refusal is answered as Nacos's OVER_THRESHOLD and
+	// counted as "limited".
+	limit string
 }
 
 var verdicts = [...]verdict{
 	statemachine.CodeOK:         {},
-	statemachine.CodeHeld:       {"refused", "Lock is held by another owner"},
-	statemachine.CodeNotOwner:   {"not_owner", "Unlock failed: not held by this owner"},
-	statemachine.CodeNotFound:   {"not_found", "Lock does not exist or already expired"},
-	statemachine.CodeNotExpired: {"error", "Lock not expired or not found"},
-	statemachine.CodeMalformed:  {"error", "lockOperation is not exist."},
-	// Ours: the limits the gateway stamps into commands (counted as
-	// "limited" by lock, before the label is looked up).
-	statemachine.CodeTooManyLocks:   {"error", "Too many locks: the server holds the most lock entries it is configured for (nacos.lock.max_locks)"},
-	statemachine.CodeTooManyWaiters: {"error", "Too many waiters for this lock (nacos.lock.max_waiters_per_lock)"},
+	statemachine.CodeHeld:       {label: "refused", message: "Lock is held by another owner"},
+	statemachine.CodeNotOwner:   {label: "not_owner", message: "Unlock failed: not held by this owner"},
+	statemachine.CodeNotFound:   {label: "not_found", message: "Lock does not exist or already expired"},
+	statemachine.CodeNotExpired: {label: "error", message: "Lock not expired or not found"},
+	statemachine.CodeMalformed:  {label: "error", message: "lockOperation is not exist."},
+	// Ours: the limits the gateway stamps into commands.
+	statemachine.CodeTooManyLocks:   {"limited", "Too many locks: the server holds the most lock entries it is configured for (nacos.lock.max_locks)", "locks"},
+	statemachine.CodeTooManyWaiters: {"limited", "Too many waiters for this lock (nacos.lock.max_waiters_per_lock)", "waiters_per_lock"},
 }
 
 func verdictOf(c statemachine.Code) verdict {

@@ -43,6 +43,9 @@ func TestEveryOpAndCodeHasARow(t *testing.T) {
 		if v.label == "" || v.message == "" {
 			t.Errorf("%s: incomplete verdict %+v", c, v)
 		}
+		if v.limit != "" && !slices.Contains(limitLabels, v.limit) {
+			t.Errorf("%s: limit %q is not among the registered limit labels", c, v.limit)
+		}
 		if !slices.Contains(resultLabels, v.label) {
 			t.Errorf("%s: label %q is not among the registered result labels", c, v.label)
 		}
