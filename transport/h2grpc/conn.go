@@ -1,0 +1,982 @@
+package h2grpc
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+)
+
+const (
+	clientPreface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+
+	// Our receive windows. A stream may have this much of its request
+	// buffered beyond what its handler has taken; unary requests are
+	// buffered whole anyway (up to MaxRecvMsgSize), so for them the
+	// stream window is returned as data arrives.
+	streamWindow = 256 << 10
+	connWindow   = 1 << 20
+	// defaultWindow is HTTP/2's initial window, before SETTINGS say more.
+	defaultWindow = 65535
+	maxWindow     = 1<<31 - 1
+
+	bufSize = 32 << 10 // read and write buffer per connection, as grpc-go
+
+	// maxSettingsPerStream bounds SETTINGS frames (each costs an ACK) a
+	// client may send between two new streams: grpc clients send one or
+	// two per connection, a flood sends thousands.
+	maxSettingsPerStream = 100
+	// maxPingStrikes is how many too-early pings are forgiven (grpc-go's).
+	maxPingStrikes = 2
+	// writeGrace bounds the flush of a GOAWAY to a peer that may not read.
+	writeGrace = time.Second
+)
+
+// conn is one client connection: its reader (serve), the write side
+// shared by the handlers, and its streams.
+type conn struct {
+	s   *Server
+	nc  net.Conn
+	log zerolog.Logger
+	// ctx holds the call's peer and ends with the connection.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// Reader-owned.
+	br                  *bufio.Reader
+	fr                  *http2.Framer
+	recvWin             int64  // what the client may still send on the connection
+	recvUnacked         uint32 // DATA bytes read but not yet returned to the client
+	settingsSinceStream int
+
+	// The write side. wmu serialises frames; wcond wakes writers waiting
+	// for flow-control window (and is broadcast when a stream or the
+	// connection ends, so none waits forever).
+	wmu              sync.Mutex
+	wcond            *sync.Cond
+	bw               *bufio.Writer
+	henc             *hpack.Encoder
+	hbuf             bytes.Buffer
+	sendWin          int64 // the client's connection window for our DATA
+	peerInitWin      int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame     uint32
+	wclosed          bool // the connection is gone: every write fails
+	ctrlPending      bool // control frames buffered, not yet flushed
+	resetPingStrikes bool // headers or data sent since the last ping
+	pingStrikes      int
+	lastPingAt       time.Time
+	windowWaits      int // writers waiting for window (tests look)
+
+	// Streams. Lock order: wmu before mu, never the reverse.
+	mu         sync.Mutex
+	streams    map[uint32]*stream
+	active     uint32 // streams counted against MaxConcurrentStreams
+	lastStream uint32 // highest stream id accepted
+	draining   bool   // GOAWAY sent: no new streams, close when idle
+	readerDone bool
+	idle       chan struct{} // closed when the reader is done and no stream is left
+
+	activity  atomic.Bool // a frame arrived since keepalive last looked
+	closeOnce sync.Once
+	done      chan struct{} // closed when the connection is closed
+}
+
+func newConn(s *Server, nc net.Conn) *conn {
+	c := &conn{
+		s:            s,
+		nc:           nc,
+		log:          s.cfg.Log.With().Str("remote", nc.RemoteAddr().String()).Logger(),
+		recvWin:      defaultWindow,
+		sendWin:      defaultWindow,
+		peerInitWin:  defaultWindow,
+		peerMaxFrame: 16384,
+		streams:      make(map[uint32]*stream),
+		idle:         make(chan struct{}),
+		done:         make(chan struct{}),
+	}
+	c.wcond = sync.NewCond(&c.wmu)
+	return c
+}
+
+// connError ends the connection with GOAWAY(code).
+type connError struct {
+	code http2.ErrCode
+	why  string
+}
+
+func (e *connError) Error() string { return fmt.Sprintf("%s: %s", e.code, e.why) }
+
+// serve runs the connection: handshake, then the read loop, then waits
+// for the handlers before the server forgets it.
+func (c *conn) serve() {
+	defer c.s.forget(c)
+	err := c.handshake()
+	if err == nil {
+		go c.keepalive()
+		err = c.readLoop()
+	}
+	c.finish(err)
+	c.mu.Lock()
+	c.readerDone = true
+	if c.active == 0 {
+		close(c.idle)
+	}
+	c.mu.Unlock()
+	select {
+	case <-c.idle:
+	case <-c.s.stopCh: // Stop: handlers are not waited for
+	}
+}
+
+// handshake does TLS (if configured), reads the client preface and the
+// client's first SETTINGS, and sends ours, within HandshakeTimeout.
+func (c *conn) handshake() error {
+	_ = c.nc.SetDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
+	addr := c.nc.RemoteAddr() // the accepted conn's: the gateway's connAddr
+	p := &peer.Peer{Addr: addr, LocalAddr: c.nc.LocalAddr()}
+	if c.s.tls != nil {
+		tc := tls.Server(c.nc, c.s.tls)
+		if err := tc.Handshake(); err != nil {
+			// Not worth a warning: probes and scanners do this.
+			return fmt.Errorf("tls handshake: %w", err)
+		}
+		st := tc.ConnectionState()
+		if st.NegotiatedProtocol != "h2" {
+			return &connError{http2.ErrCodeProtocol, fmt.Sprintf("tls: client did not negotiate h2 (ALPN %q)", st.NegotiatedProtocol)}
+		}
+		p.AuthInfo = credentials.TLSInfo{State: st, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
+		c.nc = tc
+	}
+	c.ctx, c.cancel = context.WithCancel(peer.NewContext(context.Background(), p))
+
+	c.br = bufio.NewReaderSize(c.nc, bufSize)
+	c.bw = bufio.NewWriterSize(c.nc, bufSize)
+	c.fr = http2.NewFramer(c.bw, c.br)
+	c.fr.SetReuseFrames()
+	c.fr.SetMaxReadFrameSize(16384) // HTTP/2's default; we advertise no other
+	c.fr.MaxHeaderListSize = c.s.cfg.MaxHeaderListSize
+	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	c.henc = hpack.NewEncoder(&c.hbuf)
+
+	pre := make([]byte, len(clientPreface))
+	if _, err := io.ReadFull(c.br, pre); err != nil {
+		return fmt.Errorf("read client preface: %w", err)
+	}
+	if string(pre) != clientPreface {
+		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("bad client preface %q", pre)}
+	}
+	c.wmu.Lock()
+	err := c.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingMaxConcurrentStreams, Val: c.s.cfg.MaxConcurrentStreams},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: streamWindow},
+		http2.Setting{ID: http2.SettingMaxHeaderListSize, Val: c.s.cfg.MaxHeaderListSize},
+	)
+	if err == nil {
+		err = c.fr.WriteWindowUpdate(0, connWindow-defaultWindow)
+		c.recvWin = connWindow
+	}
+	if err == nil {
+		err = c.bw.Flush()
+	}
+	c.wmu.Unlock()
+	if err != nil {
+		return fmt.Errorf("write server preface: %w", err)
+	}
+	f, err := c.fr.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("read client SETTINGS: %w", err)
+	}
+	sf, ok := f.(*http2.SettingsFrame)
+	if !ok || sf.IsAck() {
+		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("first frame is %s, not SETTINGS", f.Header().Type)}
+	}
+	if err := c.onSettings(sf); err != nil {
+		return err
+	}
+	_ = c.nc.SetDeadline(time.Time{})
+	return c.flushControl()
+}
+
+// finish closes the connection after the reader has stopped: a GOAWAY
+// saying why (for a protocol error or a limit), a log line, and the
+// contexts of every call end.
+func (c *conn) finish(err error) {
+	var ce *connError
+	var h2ce http2.ConnectionError
+	switch {
+	case errors.As(err, &ce):
+	case errors.As(err, &h2ce):
+		ce = &connError{http2.ErrCode(h2ce), "protocol violation"}
+		if d := c.fr.ErrorDetail(); d != nil {
+			ce.why = d.Error()
+		}
+	case errors.Is(err, http2.ErrFrameTooLarge):
+		ce = &connError{http2.ErrCodeFrameSize, "frame larger than SETTINGS_MAX_FRAME_SIZE"}
+	}
+	switch {
+	case ce != nil:
+		c.log.Warn().Str("code", ce.code.String()).Str("reason", ce.why).Msg("closing connection")
+		c.goAwayAndClose(ce.code, ce.why)
+	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded) && c.isClosed():
+		c.close()
+	default:
+		c.log.Debug().Err(err).Msg("connection ended")
+		c.close()
+	}
+}
+
+func (c *conn) isClosed() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// close ends the connection: writes fail, window waiters and handlers'
+// contexts are released, and the socket is closed.
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		c.wmu.Lock()
+		c.wclosed = true
+		c.wcond.Broadcast()
+		c.wmu.Unlock()
+		if c.cancel != nil {
+			c.cancel()
+		}
+		close(c.done)
+		c.nc.Close()
+	})
+}
+
+// goAwayAndClose tells the client why, if the write side is free within a
+// moment, and closes.
+func (c *conn) goAwayAndClose(code http2.ErrCode, why string) {
+	if c.fr != nil && c.wmu.TryLock() {
+		if !c.wclosed {
+			_ = c.nc.SetWriteDeadline(time.Now().Add(writeGrace))
+			c.mu.Lock()
+			last := c.lastStream
+			c.mu.Unlock()
+			if len(why) > 256 {
+				why = why[:256]
+			}
+			if c.fr.WriteGoAway(last, code, []byte(why)) == nil {
+				_ = c.bw.Flush()
+			}
+		}
+		c.wmu.Unlock()
+	}
+	c.close()
+}
+
+// drain is the graceful stop: GOAWAY naming the last stream accepted, no
+// new streams, and the connection closes when its last call has finished.
+func (c *conn) drain() {
+	c.mu.Lock()
+	if c.draining {
+		c.mu.Unlock()
+		return
+	}
+	c.draining = true
+	last, idle := c.lastStream, c.active == 0
+	c.mu.Unlock()
+	c.wmu.Lock()
+	if !c.wclosed && c.fr != nil {
+		if err := c.fr.WriteGoAway(last, http2.ErrCodeNo, nil); err == nil {
+			err = c.bw.Flush()
+			if err != nil {
+				c.log.Debug().Err(err).Msg("write GOAWAY")
+			}
+		}
+	}
+	c.wmu.Unlock()
+	if idle {
+		c.close()
+	}
+}
+
+// kill is Stop's end of a connection.
+func (c *conn) kill() { c.goAwayAndClose(http2.ErrCodeNo, "server stopped") }
+
+// keepalive pings a connection silent for KeepaliveTime and closes it if
+// nothing arrives within KeepaliveTimeout after.
+func (c *conn) keepalive() {
+	t := time.NewTimer(c.s.cfg.KeepaliveTime)
+	defer t.Stop()
+	pinged := false
+	for {
+		select {
+		case <-c.done:
+			return
+		case <-t.C:
+		}
+		if c.activity.Swap(false) {
+			pinged = false
+			t.Reset(c.s.cfg.KeepaliveTime)
+			continue
+		}
+		if pinged {
+			c.log.Info().Dur("timeout", c.s.cfg.KeepaliveTimeout).Msg("closing connection: keepalive ping not answered")
+			c.close()
+			return
+		}
+		pinged = true
+		// A writer blocked on a peer that does not read holds the write
+		// lock; the ping must not hold up the timeout that ends it.
+		go func() {
+			c.wmu.Lock()
+			defer c.wmu.Unlock()
+			if c.wclosed {
+				return
+			}
+			if c.fr.WritePing(false, [8]byte{'k', 'e', 'e', 'p', 'a', 'l', 'i', 'v'}) == nil {
+				_ = c.bw.Flush()
+			}
+		}()
+		t.Reset(c.s.cfg.KeepaliveTimeout)
+	}
+}
+
+// readLoop reads and handles frames until the connection ends.
+func (c *conn) readLoop() error {
+	for {
+		f, err := c.fr.ReadFrame()
+		if err != nil {
+			var se http2.StreamError
+			if errors.As(err, &se) {
+				// The frame is consumed and the connection still sound:
+				// only that stream fails.
+				c.resetStream(se.StreamID, se.Code)
+				if err := c.flushControlIfIdle(); err != nil {
+					return err
+				}
+				continue
+			}
+			return err
+		}
+		if !c.activity.Load() {
+			c.activity.Store(true)
+		}
+		if err := c.onFrame(f); err != nil {
+			return err
+		}
+		if err := c.flushControlIfIdle(); err != nil {
+			return err
+		}
+	}
+}
+
+// flushControlIfIdle sends the control frames the reader queued once
+// nothing more is buffered to read, so a burst of frames costs one write.
+func (c *conn) flushControlIfIdle() error {
+	if c.br.Buffered() > 0 {
+		return nil
+	}
+	return c.flushControl()
+}
+
+func (c *conn) flushControl() error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if !c.ctrlPending || c.wclosed {
+		return nil
+	}
+	c.ctrlPending = false
+	if err := c.bw.Flush(); err != nil {
+		return fmt.Errorf("flush control frames: %w", err)
+	}
+	return nil
+}
+
+func (c *conn) onFrame(f http2.Frame) error {
+	switch f := f.(type) {
+	case *http2.MetaHeadersFrame:
+		c.settingsSinceStream = 0
+		return c.onHeaders(f)
+	case *http2.DataFrame:
+		return c.onData(f)
+	case *http2.RSTStreamFrame:
+		c.onReset(f.StreamID)
+		return nil
+	case *http2.SettingsFrame:
+		if f.IsAck() {
+			return nil
+		}
+		if c.settingsSinceStream++; c.settingsSinceStream > maxSettingsPerStream {
+			return &connError{http2.ErrCodeEnhanceYourCalm, "SETTINGS flood"}
+		}
+		return c.onSettings(f)
+	case *http2.PingFrame:
+		if f.IsAck() {
+			return nil
+		}
+		return c.onPing(f)
+	case *http2.WindowUpdateFrame:
+		return c.onWindowUpdate(f)
+	case *http2.GoAwayFrame:
+		// The client leaves: finish what is in flight, accept nothing new.
+		c.mu.Lock()
+		c.draining = true
+		idle := c.active == 0
+		c.mu.Unlock()
+		if idle {
+			return io.EOF
+		}
+		return nil
+	case *http2.PushPromiseFrame:
+		return &connError{http2.ErrCodeProtocol, "PUSH_PROMISE from a client"}
+	}
+	// PRIORITY and unknown frame types are ignored, as HTTP/2 says.
+	return nil
+}
+
+func (c *conn) onSettings(f *http2.SettingsFrame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	err := f.ForeachSetting(func(s http2.Setting) error {
+		if err := s.Valid(); err != nil {
+			return err
+		}
+		switch s.ID {
+		case http2.SettingInitialWindowSize:
+			// Applies to every open stream, and may make a window negative.
+			delta := int64(s.Val) - c.peerInitWin
+			c.peerInitWin = int64(s.Val)
+			c.mu.Lock()
+			for _, st := range c.streams {
+				st.sendWin += delta
+				if st.sendWin > maxWindow {
+					c.mu.Unlock()
+					return http2.ConnectionError(http2.ErrCodeFlowControl)
+				}
+			}
+			c.mu.Unlock()
+			c.wcond.Broadcast()
+		case http2.SettingMaxFrameSize:
+			c.peerMaxFrame = s.Val
+		case http2.SettingHeaderTableSize:
+			c.henc.SetMaxDynamicTableSizeLimit(s.Val)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.ctrlPending = true
+	return c.fr.WriteSettingsAck()
+}
+
+// onPing answers a ping, enforcing the minimum interval like grpc-go's
+// keepalive.EnforcementPolicy{MinTime, PermitWithoutStream: true}.
+func (c *conn) onPing(f *http2.PingFrame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	now := time.Now()
+	if c.resetPingStrikes {
+		c.pingStrikes = 0
+		c.lastPingAt = time.Time{}
+		c.resetPingStrikes = false
+	}
+	if !c.lastPingAt.IsZero() && now.Sub(c.lastPingAt) < c.s.cfg.MinPingInterval {
+		c.pingStrikes++
+	}
+	c.lastPingAt = now
+	if c.pingStrikes > maxPingStrikes {
+		return &connError{http2.ErrCodeEnhanceYourCalm, "too_many_pings"}
+	}
+	c.ctrlPending = true
+	return c.fr.WritePing(true, f.Data)
+}
+
+func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if f.StreamID == 0 {
+		if c.sendWin+int64(f.Increment) > maxWindow {
+			return &connError{http2.ErrCodeFlowControl, "connection window overflow"}
+		}
+		c.sendWin += int64(f.Increment)
+		c.wcond.Broadcast()
+		return nil
+	}
+	c.mu.Lock()
+	st := c.streams[f.StreamID]
+	c.mu.Unlock()
+	if st == nil {
+		return nil // a stream that has ended; frames may cross
+	}
+	if st.sendWin+int64(f.Increment) > maxWindow {
+		c.resetStreamLocked(st, http2.ErrCodeFlowControl)
+		return nil
+	}
+	st.sendWin += int64(f.Increment)
+	c.wcond.Broadcast()
+	return nil
+}
+
+// onHeaders opens a stream: a call's request headers.
+func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
+	id := f.StreamID
+	if id%2 == 0 {
+		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("client opened even stream %d", id)}
+	}
+	c.mu.Lock()
+	if id <= c.lastStream {
+		st := c.streams[id]
+		c.mu.Unlock()
+		if st != nil {
+			// gRPC clients send no trailers: a second HEADERS is an error
+			// of that stream.
+			c.resetStream(id, http2.ErrCodeProtocol)
+			return nil
+		}
+		// HEADERS on a closed stream.
+		return &connError{http2.ErrCodeStreamClosed, fmt.Sprintf("HEADERS on closed stream %d", id)}
+	}
+	if c.draining {
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeRefusedStream)
+		return nil
+	}
+	c.lastStream = id
+	if c.active >= c.s.cfg.MaxConcurrentStreams {
+		c.mu.Unlock()
+		c.writeReset(id, http2.ErrCodeRefusedStream)
+		return nil
+	}
+	c.mu.Unlock()
+
+	if f.Truncated {
+		c.log.Warn().Uint32("stream", id).Uint32("limit", c.s.cfg.MaxHeaderListSize).Msg("request header list too large")
+		c.respondEarly(id, f.StreamEnded(), "431", codes.ResourceExhausted, "header list too large")
+		return nil
+	}
+	var method, path, ctype, timeout, encoding string
+	for _, hf := range f.Fields {
+		switch hf.Name {
+		case ":method":
+			method = hf.Value
+		case ":path":
+			path = hf.Value
+		case "content-type":
+			ctype = hf.Value
+		case "grpc-timeout":
+			timeout = hf.Value
+		case "grpc-encoding":
+			encoding = hf.Value
+		}
+	}
+	if method != "POST" {
+		c.respondEarly(id, f.StreamEnded(), "405", codes.Internal, "method "+method+" not allowed")
+		return nil
+	}
+	if !isGRPCContentType(ctype) {
+		c.respondEarly(id, f.StreamEnded(), "415", codes.Internal, "invalid gRPC request content-type "+fmt.Sprintf("%q", ctype))
+		return nil
+	}
+	var bidi bool
+	switch path {
+	case UnaryMethod:
+	case StreamMethod:
+		bidi = true
+	default:
+		c.respondEarly(id, f.StreamEnded(), "200", codes.Unimplemented, "unknown method "+path)
+		return nil
+	}
+	if encoding != "" && encoding != "identity" {
+		c.respondEarly(id, f.StreamEnded(), "200", codes.Unimplemented, "compression "+encoding+" is not supported")
+		return nil
+	}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if timeout != "" {
+		d, ok := parseTimeout(timeout)
+		if !ok {
+			c.respondEarly(id, f.StreamEnded(), "200", codes.Internal, "malformed grpc-timeout "+fmt.Sprintf("%q", timeout))
+			return nil
+		}
+		ctx, cancel = context.WithTimeout(c.ctx, d)
+	} else {
+		ctx, cancel = context.WithCancel(c.ctx)
+	}
+	st := &stream{c: c, id: id, bidi: bidi, ctx: ctx, cancel: cancel}
+	st.recvWin.Store(streamWindow)
+	if bidi {
+		st.qready = make(chan struct{}, 1)
+	}
+	c.wmu.Lock()
+	st.sendWin = c.peerInitWin
+	c.mu.Lock()
+	c.streams[id] = st
+	c.active++
+	c.mu.Unlock()
+	c.wmu.Unlock()
+
+	if f.StreamEnded() {
+		st.halfClosed.Store(true)
+		if !bidi {
+			// A unary call without its message.
+			c.abort(st, codes.Internal, "grpc: request ended without a message")
+			return nil
+		}
+		st.deliver(nil, io.EOF)
+	}
+	if bidi {
+		st.dispatched = true
+		c.s.dispatch(st)
+	}
+	return nil
+}
+
+func isGRPCContentType(ct string) bool {
+	const base = "application/grpc"
+	if len(ct) < len(base) || ct[:len(base)] != base {
+		return false
+	}
+	return len(ct) == len(base) || ct[len(base)] == '+' || ct[len(base)] == ';'
+}
+
+func (c *conn) onData(f *http2.DataFrame) error {
+	n := f.Header().Length // padding counts for flow control
+	c.recvWin -= int64(n)
+	if c.recvWin < 0 {
+		return &connError{http2.ErrCodeFlowControl, "client overran the connection window"}
+	}
+	// The connection window comes back as data is read: what a stream may
+	// hold is bounded by its own window.
+	c.recvUnacked += n
+	if c.recvUnacked >= connWindow/4 {
+		if err := c.writeWindowUpdate(0, c.recvUnacked); err != nil {
+			return err
+		}
+		c.recvWin += int64(c.recvUnacked)
+		c.recvUnacked = 0
+	}
+	id := f.StreamID
+	c.mu.Lock()
+	st := c.streams[id]
+	last := c.lastStream
+	c.mu.Unlock()
+	if st == nil {
+		if id > last {
+			return &connError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on idle stream %d", id)}
+		}
+		return nil // a stream that has ended; frames may cross
+	}
+	if st.halfClosed.Load() {
+		c.resetStream(id, http2.ErrCodeStreamClosed)
+		return nil
+	}
+	if st.recvWin.Add(-int64(n)) < 0 {
+		c.resetStream(id, http2.ErrCodeFlowControl)
+		return nil
+	}
+	data := f.Data()
+	if pad := n - uint32(len(data)); pad > 0 && !f.StreamEnded() {
+		if err := c.writeWindowUpdate(id, pad); err != nil {
+			return err
+		}
+		st.recvWin.Add(int64(pad))
+	}
+	if st.bidi {
+		c.onStreamData(st, data, f.StreamEnded())
+		return nil
+	}
+	return c.onUnaryData(st, data, n, f.StreamEnded())
+}
+
+// onUnaryData buffers a unary request and starts its handler once the
+// client has sent all of it.
+func (c *conn) onUnaryData(st *stream, data []byte, n uint32, end bool) error {
+	if st.aborted {
+		return nil
+	}
+	if st.req == nil {
+		st.req = getBuf(len(data))
+	}
+	*st.req = append(*st.req, data...)
+	buf := *st.req
+	if len(buf) >= 5 {
+		if buf[0] != 0 {
+			c.abort(st, codes.Unimplemented, "grpc: compressed messages are not supported")
+			return nil
+		}
+		size := msgLen(buf)
+		if size > uint64(c.s.cfg.MaxRecvMsgSize) {
+			c.abort(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", size, c.s.cfg.MaxRecvMsgSize))
+			return nil
+		}
+		if uint64(len(buf)-5) > size {
+			c.abort(st, codes.Internal, "grpc: more than one request message on a unary call")
+			return nil
+		}
+	}
+	if !end {
+		// Buffered whole anyway: give the window back at once.
+		st.recvUnacked += n
+		if st.recvUnacked >= streamWindow/4 {
+			if err := c.writeWindowUpdate(st.id, st.recvUnacked); err != nil {
+				return err
+			}
+			st.recvWin.Add(int64(st.recvUnacked))
+			st.recvUnacked = 0
+		}
+		return nil
+	}
+	st.halfClosed.Store(true)
+	if len(buf) < 5 || uint64(len(buf)-5) != msgLen(buf) {
+		c.abort(st, codes.Internal, "grpc: request ended inside its message")
+		return nil
+	}
+	st.dispatched = true
+	c.s.dispatch(st)
+	return nil
+}
+
+// onStreamData splits a stream's data into messages for Recv.
+func (c *conn) onStreamData(st *stream, data []byte, end bool) {
+	if st.aborted {
+		return
+	}
+	st.rbuf = append(st.rbuf, data...)
+	for len(st.rbuf) >= 5 {
+		if st.rbuf[0] != 0 {
+			c.abort(st, codes.Unimplemented, "grpc: compressed messages are not supported")
+			return
+		}
+		size := msgLen(st.rbuf)
+		if size > uint64(c.s.cfg.MaxRecvMsgSize) {
+			c.abort(st, codes.ResourceExhausted, fmt.Sprintf("grpc: received message larger than max (%d vs. %d)", size, c.s.cfg.MaxRecvMsgSize))
+			return
+		}
+		if uint64(len(st.rbuf)-5) < size {
+			break
+		}
+		msg := make([]byte, size)
+		copy(msg, st.rbuf[5:5+size])
+		st.rbuf = st.rbuf[:copy(st.rbuf, st.rbuf[5+size:])]
+		st.deliver(msg, nil)
+	}
+	if end {
+		st.halfClosed.Store(true)
+		if len(st.rbuf) > 0 {
+			c.abort(st, codes.Internal, "grpc: stream ended inside a message")
+			return
+		}
+		st.deliver(nil, io.EOF)
+	}
+}
+
+func msgLen(b []byte) uint64 {
+	return uint64(b[1])<<24 | uint64(b[2])<<16 | uint64(b[3])<<8 | uint64(b[4])
+}
+
+// onReset is the client's RST_STREAM: the call's context ends; a handler
+// still running finishes on its own, still counted against the limit.
+func (c *conn) onReset(id uint32) {
+	c.mu.Lock()
+	st := c.streams[id]
+	c.mu.Unlock()
+	if st == nil {
+		return
+	}
+	c.wmu.Lock()
+	st.reset = true
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	st.cancel()
+	if st.bidi {
+		st.deliver(nil, errCanceled)
+	}
+	if !st.dispatched {
+		st.release()
+	}
+}
+
+// resetStream ends a stream with RST_STREAM(code) because of the client.
+func (c *conn) resetStream(id uint32, code http2.ErrCode) {
+	c.mu.Lock()
+	st := c.streams[id]
+	c.mu.Unlock()
+	if st == nil {
+		c.writeReset(id, code)
+		return
+	}
+	c.wmu.Lock()
+	c.resetStreamLocked(st, code)
+	c.wmu.Unlock()
+	st.cancel()
+	if st.bidi {
+		st.deliver(nil, errCanceled)
+	}
+	if !st.dispatched {
+		st.release()
+	}
+}
+
+func (c *conn) resetStreamLocked(st *stream, code http2.ErrCode) {
+	if !st.finished && !c.wclosed {
+		st.finished = true
+		c.ctrlPending = true
+		_ = c.fr.WriteRSTStream(st.id, code)
+	}
+	st.reset = true
+	c.wcond.Broadcast()
+}
+
+func (c *conn) writeReset(id uint32, code http2.ErrCode) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if !c.wclosed {
+		c.ctrlPending = true
+		_ = c.fr.WriteRSTStream(id, code)
+	}
+}
+
+func (c *conn) writeWindowUpdate(id, n uint32) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wclosed {
+		return nil
+	}
+	c.ctrlPending = true
+	if err := c.fr.WriteWindowUpdate(id, n); err != nil {
+		return fmt.Errorf("write WINDOW_UPDATE: %w", err)
+	}
+	return nil
+}
+
+// respondEarly answers a stream refused at its headers with a
+// trailers-only response (HTTP status and gRPC status), and tells the
+// client to stop sending if it has more.
+func (c *conn) respondEarly(id uint32, ended bool, httpStatus string, code codes.Code, msg string) {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.wclosed {
+		return
+	}
+	c.ctrlPending = true
+	if err := c.writeTrailersOnly(id, httpStatus, code, msg); err != nil {
+		return
+	}
+	if !ended {
+		_ = c.fr.WriteRSTStream(id, http2.ErrCodeNo)
+	}
+}
+
+// abort fails a call because of its request (too large, compressed,
+// malformed): its status goes out now, the client is told to stop sending
+// and the handler, if running, sees its context end.
+func (c *conn) abort(st *stream, code codes.Code, msg string) {
+	c.log.Debug().Uint32("stream", st.id).Str("code", code.String()).Str("reason", msg).Msg("call aborted")
+	st.aborted = true
+	c.wmu.Lock()
+	if !st.finished && !c.wclosed {
+		st.finished = true
+		c.ctrlPending = true
+		var err error
+		if st.headersSent {
+			err = c.writeTrailers(st.id, code, msg)
+		} else {
+			err = c.writeTrailersOnly(st.id, "200", code, msg)
+		}
+		if err == nil && !st.halfClosed.Load() {
+			_ = c.fr.WriteRSTStream(st.id, http2.ErrCodeNo)
+		}
+	}
+	st.reset = true
+	c.wcond.Broadcast()
+	c.wmu.Unlock()
+	st.cancel()
+	if st.bidi {
+		st.deliver(nil, errCanceled)
+	}
+	if !st.dispatched {
+		st.release()
+	}
+}
+
+// removeStream forgets a stream and frees its slot; the last one closes a
+// draining connection.
+func (c *conn) removeStream(st *stream) {
+	c.mu.Lock()
+	if c.streams[st.id] == st {
+		delete(c.streams, st.id)
+	}
+	c.active--
+	closeNow := c.draining && c.active == 0
+	idle := c.readerDone && c.active == 0
+	if idle {
+		close(c.idle)
+	}
+	c.mu.Unlock()
+	if closeNow {
+		c.close()
+	}
+}
+
+// writeHeaderBlock writes header fields as HEADERS (+ CONTINUATION) on
+// stream id, within the client's frame size. Under wmu.
+func (c *conn) writeHeaderBlock(id uint32, end bool, fields ...hpack.HeaderField) error {
+	c.hbuf.Reset()
+	for _, f := range fields {
+		if err := c.henc.WriteField(f); err != nil {
+			return fmt.Errorf("encode header %s: %w", f.Name, err)
+		}
+	}
+	block := c.hbuf.Bytes()
+	first := block[:min(len(block), int(c.peerMaxFrame))]
+	block = block[len(first):]
+	err := c.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: first, EndStream: end, EndHeaders: len(block) == 0})
+	for err == nil && len(block) > 0 {
+		frag := block[:min(len(block), int(c.peerMaxFrame))]
+		block = block[len(frag):]
+		err = c.fr.WriteContinuation(id, len(block) == 0, frag)
+	}
+	if err != nil {
+		return fmt.Errorf("write headers: %w", err)
+	}
+	return nil
+}
+
+var (
+	hdrStatus200   = hpack.HeaderField{Name: ":status", Value: "200"}
+	hdrContentType = hpack.HeaderField{Name: "content-type", Value: "application/grpc"}
+	hdrStatusOK    = hpack.HeaderField{Name: "grpc-status", Value: "0"}
+)
+
+func (c *conn) writeResponseHeaders(id uint32) error {
+	return c.writeHeaderBlock(id, false, hdrStatus200, hdrContentType)
+}
+
+func (c *conn) writeTrailers(id uint32, code codes.Code, msg string) error {
+	if code == codes.OK && msg == "" {
+		return c.writeHeaderBlock(id, true, hdrStatusOK)
+	}
+	return c.writeHeaderBlock(id, true, statusField(code), messageField(msg))
+}
+
+func (c *conn) writeTrailersOnly(id uint32, httpStatus string, code codes.Code, msg string) error {
+	st := hdrStatus200
+	if httpStatus != "200" {
+		st = hpack.HeaderField{Name: ":status", Value: httpStatus}
+	}
+	return c.writeHeaderBlock(id, true, st, hdrContentType, statusField(code), messageField(msg))
+}
