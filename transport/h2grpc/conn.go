@@ -222,6 +222,9 @@ func (c *conn) finish(err error) {
 	case errors.As(err, &ce):
 	case errors.As(err, &h2ce):
 		ce = &connError{http2.ErrCode(h2ce), "protocol violation"}
+		if ce.code == http2.ErrCodeCompression {
+			ce.why = "header block not decodable: bad HPACK, or a header larger than the header list limit"
+		}
 		if d := c.fr.ErrorDetail(); d != nil {
 			ce.why = d.Error()
 		}

@@ -1,0 +1,361 @@
+package h2grpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/protobuf/proto"
+
+	"nacos-lockd/protocol/pb"
+)
+
+// rawClient speaks HTTP/2 frame by frame, to send what no real client
+// would.
+type rawClient struct {
+	t    *testing.T
+	nc   net.Conn
+	fr   *http2.Framer
+	enc  *hpack.Encoder
+	hbuf bytes.Buffer
+}
+
+func newRaw(t *testing.T, addr string, preface bool) *rawClient {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	r := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	r.fr.MaxHeaderListSize = 1 << 20
+	r.enc = hpack.NewEncoder(&r.hbuf)
+	if preface {
+		if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fr.WriteSettings(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return r
+}
+
+func (r *rawClient) block(extra ...hpack.HeaderField) []byte {
+	r.hbuf.Reset()
+	for _, f := range append([]hpack.HeaderField{
+		{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
+		{Name: ":path", Value: UnaryMethod}, {Name: ":authority", Value: "x"},
+		{Name: "content-type", Value: "application/grpc"},
+	}, extra...) {
+		_ = r.enc.WriteField(f)
+	}
+	return bytes.Clone(r.hbuf.Bytes())
+}
+
+func grpcMessage(p *pb.Payload) []byte {
+	b, _ := proto.Marshal(p)
+	out := make([]byte, 5, 5+len(b))
+	binary.BigEndian.PutUint32(out[1:], uint32(len(b)))
+	return append(out, b...)
+}
+
+// request sends a whole unary call on stream id.
+func (r *rawClient) request(id uint32, body string) error {
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.block(), EndHeaders: true}); err != nil {
+		return err
+	}
+	return r.fr.WriteData(id, true, grpcMessage(payload("T", body)))
+}
+
+// until reads frames until want returns true for one, or the connection
+// ends (false).
+func (r *rawClient) until(want func(http2.Frame) bool) bool {
+	for {
+		f, err := r.fr.ReadFrame()
+		if err != nil {
+			return false
+		}
+		if want(f) {
+			return true
+		}
+	}
+}
+
+// goAway reads until the server's GOAWAY and returns its code and debug
+// text; ok is false if the connection ended without one.
+func (r *rawClient) goAway() (code http2.ErrCode, debug string, ok bool) {
+	ok = r.until(func(f http2.Frame) bool {
+		if g, is := f.(*http2.GoAwayFrame); is {
+			code, debug = g.ErrCode, string(g.DebugData())
+			return true
+		}
+		return false
+	})
+	return code, debug, ok
+}
+
+func (r *rawClient) closed() bool {
+	return !r.until(func(http2.Frame) bool { return false })
+}
+
+// serves checks the server still answers a real client.
+func serves(t *testing.T, s *testServer) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := pb.NewRequestClient(dial(t, s.addr)).Request(ctx, payload("T", "still here"))
+	if err != nil || string(r.GetBody().GetValue()) != "still here" {
+		t.Fatalf("server after hostile client: %v %v", r, err)
+	}
+}
+
+func TestHostileBadPreface(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, false)
+	if _, err := r.nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, ok := r.goAway(); !ok || code != http2.ErrCodeProtocol {
+		t.Fatalf("bad preface: GOAWAY %v (%v), want PROTOCOL_ERROR", code, ok)
+	}
+	if !r.closed() {
+		t.Fatal("connection left open after a bad preface")
+	}
+	serves(t, s)
+	if !strings.Contains(s.logs.String(), "bad client preface") {
+		t.Fatalf("no log line for the bad preface: %s", s.logs)
+	}
+}
+
+func TestHostileHeaderListTooLarge(t *testing.T) {
+	s := startServer(t, Config{MaxHeaderListSize: 4 << 10}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	// Over the limit in many small headers: the stream fails, the
+	// connection stays and serves the next call.
+	var many []hpack.HeaderField
+	for i := range 6 {
+		many = append(many, hpack.HeaderField{Name: fmt.Sprintf("x-big-%d", i), Value: strings.Repeat("b", 1<<10)})
+	}
+	big := r.block(many...)
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: big, EndHeaders: true, EndStream: true}); err != nil {
+		t.Fatal(err)
+	}
+	var status string
+	if !r.until(func(f http2.Frame) bool {
+		if h, ok := f.(*http2.MetaHeadersFrame); ok && h.StreamID == 1 {
+			status = h.PseudoValue("status")
+			return true
+		}
+		return false
+	}) || status != "431" {
+		t.Fatalf("oversized header list: status %q, want 431", status)
+	}
+	if err := r.request(3, "next"); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	if !r.until(func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 3 {
+			body = bytes.Clone(d.Data())
+			return true
+		}
+		return false
+	}) || !bytes.Contains(body, []byte("next")) {
+		t.Fatalf("call after the refused one: %q", body)
+	}
+	// Far over the limit, across CONTINUATION frames: the connection goes
+	// (as it does for one header larger than the whole limit).
+	huge := r.block(hpack.HeaderField{Name: "x-huge", Value: strings.Repeat("h", 40<<10)})
+	go func() {
+		_ = r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 5, BlockFragment: huge[:16000]})
+		for rest := huge[16000:]; len(rest) > 0; {
+			n := min(len(rest), 16000)
+			if r.fr.WriteContinuation(5, n == len(rest), rest[:n]) != nil {
+				return
+			}
+			rest = rest[n:]
+		}
+	}()
+	if code, _, ok := r.goAway(); !ok || (code != http2.ErrCodeProtocol && code != http2.ErrCodeCompression) {
+		t.Fatalf("huge header list: GOAWAY %v (%v), want PROTOCOL_ERROR or COMPRESSION_ERROR", code, ok)
+	}
+	serves(t, s)
+}
+
+func TestHostileContinuationFlood(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	// HEADERS that never end: a stream of CONTINUATION frames carrying one
+	// endless header value.
+	go func() {
+		r.hbuf.Reset()
+		_ = r.enc.WriteField(hpack.HeaderField{Name: ":method", Value: "POST"})
+		if r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.hbuf.Bytes()}) != nil {
+			return
+		}
+		frag := bytes.Repeat([]byte{'c'}, 16000)
+		for range 10000 {
+			if r.fr.WriteContinuation(1, false, frag) != nil {
+				return
+			}
+		}
+	}()
+	if code, _, ok := r.goAway(); !ok || (code != http2.ErrCodeProtocol && code != http2.ErrCodeCompression) {
+		t.Fatalf("CONTINUATION flood: GOAWAY %v (%v), want PROTOCOL_ERROR or COMPRESSION_ERROR", code, ok)
+	}
+	if !r.closed() {
+		t.Fatal("connection left open")
+	}
+	serves(t, s)
+}
+
+func TestHostilePingFlood(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	go func() {
+		for i := range 1000 {
+			if r.fr.WritePing(false, [8]byte{byte(i)}) != nil {
+				return
+			}
+		}
+	}()
+	code, debug, ok := r.goAway()
+	if !ok || code != http2.ErrCodeEnhanceYourCalm || debug != "too_many_pings" {
+		t.Fatalf("ping flood: GOAWAY %v %q (%v), want ENHANCE_YOUR_CALM too_many_pings", code, debug, ok)
+	}
+	if !r.closed() {
+		t.Fatal("connection left open")
+	}
+	serves(t, s)
+	if !strings.Contains(s.logs.String(), "too_many_pings") {
+		t.Fatalf("no log line for the ping flood: %s", s.logs)
+	}
+}
+
+func TestPingsWithDataBetweenAreFine(t *testing.T) {
+	// Clients ping after receiving data (BDP estimation): responses in
+	// between forgive the pings, as grpc-go's server does.
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	for i := range 10 {
+		id := uint32(2*i + 1)
+		if err := r.request(id, "x"); err != nil {
+			t.Fatal(err)
+		}
+		if !r.until(func(f http2.Frame) bool {
+			h, ok := f.(*http2.MetaHeadersFrame)
+			return ok && h.StreamID == id && h.StreamEnded()
+		}) {
+			t.Fatalf("call %d not answered", i)
+		}
+		if err := r.fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if !r.until(func(f http2.Frame) bool { p, ok := f.(*http2.PingFrame); return ok && p.IsAck() }) {
+			t.Fatalf("ping %d not acknowledged", i)
+		}
+	}
+}
+
+func TestHostileSettingsFlood(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	go func() {
+		for range 100000 {
+			if r.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20}) != nil {
+				return
+			}
+		}
+	}()
+	if code, debug, ok := r.goAway(); !ok || code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("SETTINGS flood: GOAWAY %v %q (%v), want ENHANCE_YOUR_CALM", code, debug, ok)
+	}
+	serves(t, s)
+}
+
+func TestHostileRapidReset(t *testing.T) {
+	const limit = 8
+	var running, peak atomic.Int64
+	s := startServer(t, Config{MaxConcurrentStreams: limit}, Handlers{Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+		if string(p.GetBody().GetValue()) != "x" {
+			return echo(ctx, p)
+		}
+		n := running.Add(1)
+		defer running.Add(-1)
+		for {
+			old := peak.Load()
+			if n <= old || peak.CompareAndSwap(old, n) {
+				break
+			}
+		}
+		<-ctx.Done() // a lock call waiting on Raft
+		return nil, ctx.Err()
+	}})
+	r := newRaw(t, s.addr, true)
+	// Many calls, each reset at once: handlers beyond the limit must never
+	// run, however fast the resets come.
+	go func() {
+		for i := range 5000 {
+			id := uint32(2*i + 1)
+			if r.request(id, "x") != nil || r.fr.WriteRSTStream(id, http2.ErrCodeCancel) != nil {
+				return
+			}
+		}
+		_ = r.fr.WritePing(false, [8]byte{'e', 'n', 'd'})
+	}()
+	if !r.until(func(f http2.Frame) bool {
+		p, ok := f.(*http2.PingFrame)
+		return ok && p.IsAck() && p.Data == [8]byte{'e', 'n', 'd'}
+	}) {
+		t.Fatal("connection ended during the resets")
+	}
+	if p := peak.Load(); p > limit {
+		t.Fatalf("%d handlers ran at once, limit %d", p, limit)
+	}
+	waitFor(t, "the reset calls to be released", func() bool { return s.activeStreams() == 0 })
+	serves(t, s)
+}
+
+func TestHostileOversizedFrame(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.block(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = r.fr.WriteData(1, true, make([]byte, 20000)) }() // over the 16384 HTTP/2 allows without SETTINGS
+	if code, _, ok := r.goAway(); !ok || code != http2.ErrCodeFrameSize {
+		t.Fatalf("oversized frame: GOAWAY %v (%v), want FRAME_SIZE_ERROR", code, ok)
+	}
+	serves(t, s)
+}
+
+func TestHostileProtocolErrors(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	for name, send := range map[string]func(r *rawClient) error{
+		"even stream": func(r *rawClient) error {
+			return r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2, BlockFragment: r.block(), EndHeaders: true})
+		},
+		"data on idle stream": func(r *rawClient) error { return r.fr.WriteData(7, true, []byte("x")) },
+		"window overflow": func(r *rawClient) error { return r.fr.WriteWindowUpdate(0, 1<<31-1) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRaw(t, s.addr, true)
+			go func() { _ = send(r) }()
+			if code, _, ok := r.goAway(); !ok || code == http2.ErrCodeNo {
+				t.Fatalf("GOAWAY %v (%v), want an error code", code, ok)
+			}
+			serves(t, s)
+		})
+	}
+}
