@@ -31,7 +31,7 @@ func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *repl
 // (nil: the node itself).
 func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node) {
 	t.Helper()
-	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0"}, zerolog.Nop())
+	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0", Transport: testTransport()}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

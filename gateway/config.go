@@ -54,6 +54,10 @@ type Config struct {
 	// certificates checked if the config asks for them).
 	TLS *tls.Config
 
+	// Transport picks the SDK port's gRPC server (--transport): "grpc" or ""
+	// for grpc-go, "h2" for package transport/h2grpc (experimental).
+	Transport string
+
 	// MaxMessageSize bounds one gRPC message; the Java client's own limit
 	// is 10 MiB, so larger would never be answered anyway. Default 10 MiB.
 	MaxMessageSize int
@@ -124,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if err := settings.Check(&c); err != nil {
 		errs = append(errs, fmt.Errorf("gateway: %w", err))
+	}
+	if c.Transport != "" && !settings.Transport.CheckChoice(c.Transport) {
+		errs = append(errs, fmt.Errorf("gateway: transport %q: want %s", c.Transport, settings.Transport.ChoiceList()))
 	}
 	if c.NodeID != "" && !connid.ValidNode(c.NodeID) {
 		errs = append(errs, fmt.Errorf("gateway: node id must be a replica id in decimal, got %q", c.NodeID))

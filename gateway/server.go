@@ -23,6 +23,7 @@ import (
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/statemachine/lockview"
+	"nacos-lockd/transport/h2grpc"
 )
 
 // Table is everything the gateway asks of the replicated lock table
@@ -91,39 +92,43 @@ func (s *Server) now() time.Time { return s.clock.now() }
 // for one call in flight on each of a few hundred busy connections.
 const streamWorkers = 256
 
+// Transports (Config.Transport).
+const (
+	TransportGRPC = "grpc" // grpc-go's server
+	TransportH2   = "h2"   // transport/h2grpc, experimental
+)
+
+// rpcServer is what Serve and shutdown need of a gRPC server: grpc-go's
+// *grpc.Server and transport/h2grpc's *Server both are one.
+type rpcServer interface {
+	Serve(net.Listener) error
+	GracefulStop()
+	Stop()
+}
+
+// Keepalive, the same on both transports: find dead peers (a client host
+// that vanished without a FIN), and allow any sane client ping rate (the
+// Java client pings every 6 minutes).
+const (
+	keepaliveTime    = 30 * time.Second
+	keepaliveTimeout = 20 * time.Second
+	minClientPing    = 10 * time.Second
+)
+
 // Serve answers clients on lis until ctx ends, then shuts down gracefully:
 // every client is asked to reconnect elsewhere (ConnectResetRequest), the
 // streams are closed and in-flight calls drained. It returns nil after a
 // clean shutdown.
 func (s *Server) Serve(ctx context.Context, lis net.Listener, table Table) error {
 	s.table = table
-	opts := []grpc.ServerOption{
-		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
-		grpc.MaxSendMsgSize(s.cfg.MaxMessageSize),
-		// Find dead peers (a client host that vanished without a FIN).
-		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 30 * time.Second, Timeout: 20 * time.Second}),
-		// The Java client pings every 6 minutes; allow anything sane.
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 10 * time.Second, PermitWithoutStream: true}),
-		// Serve calls on long-lived worker goroutines: a fresh goroutine per
-		// call starts with a small stack and grows it on every lock call
-		// (JSON decoding and Propose are deep), which cost a tenth of the
-		// server's CPU under load. Calls beyond the workers still get a
-		// goroutine of their own.
-		grpc.NumStreamWorkers(streamWorkers),
-	}
-	if s.cfg.TLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
-	}
-	gs := grpc.NewServer(opts...)
-	pb.RegisterRequestServer(gs, s)
-	pb.RegisterBiRequestStreamServer(gs, s)
+	gs := s.newRPCServer()
 
 	s.ctl = control.New(s.controlConfig(), table, s.log)
 	s.ctl.Start()
 
 	served := make(chan error, 1)
 	go func() { served <- gs.Serve(trackedListener{lis, s}) }()
-	s.log.Info().Str("addr", lis.Addr().String()).Msg("gateway listening")
+	s.log.Info().Str("addr", lis.Addr().String()).Str("transport", s.transport()).Msg("gateway listening")
 
 	select {
 	case err := <-served:
@@ -138,6 +143,51 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table Table) error
 	return nil
 }
 
+func (s *Server) transport() string {
+	if s.cfg.Transport == "" {
+		return TransportGRPC
+	}
+	return s.cfg.Transport
+}
+
+// newRPCServer builds the configured transport with both methods
+// registered.
+func (s *Server) newRPCServer() rpcServer {
+	if s.transport() == TransportH2 {
+		return h2grpc.NewServer(h2grpc.Config{
+			TLS:              s.cfg.TLS,
+			MaxRecvMsgSize:   s.cfg.MaxMessageSize,
+			MaxSendMsgSize:   s.cfg.MaxMessageSize,
+			KeepaliveTime:    keepaliveTime,
+			KeepaliveTimeout: keepaliveTimeout,
+			MinPingInterval:  minClientPing,
+			Workers:          streamWorkers,
+			Log:              s.log.With().Str("transport", TransportH2).Logger(),
+		}, h2grpc.Handlers{Unary: s.Request, Stream: s.RequestBiStream})
+	}
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(s.cfg.MaxMessageSize),
+		grpc.MaxSendMsgSize(s.cfg.MaxMessageSize),
+		// Find dead peers (a client host that vanished without a FIN).
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: keepaliveTime, Timeout: keepaliveTimeout}),
+		// The Java client pings every 6 minutes; allow anything sane.
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minClientPing, PermitWithoutStream: true}),
+		// Serve calls on long-lived worker goroutines: a fresh goroutine per
+		// call starts with a small stack and grows it on every lock call
+		// (JSON decoding and Propose are deep), which cost a tenth of the
+		// server's CPU under load. Calls beyond the workers still get a
+		// goroutine of their own.
+		grpc.NumStreamWorkers(streamWorkers),
+	}
+	if s.cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.cfg.TLS)))
+	}
+	gs := grpc.NewServer(opts...)
+	pb.RegisterRequestServer(gs, s)
+	pb.RegisterBiRequestStreamServer(gs, s)
+	return gs
+}
+
 func (s *Server) beginStop() {
 	if s.stopping.CompareAndSwap(false, true) {
 		close(s.stop)
@@ -149,7 +199,7 @@ func (s *Server) beginStop() {
 
 // shutdown follows Nacos's drain: reset every client so it moves to
 // another server, then close the streams and stop.
-func (s *Server) shutdown(gs *grpc.Server) {
+func (s *Server) shutdown(gs rpcServer) {
 	s.beginStop()
 	deadline := time.Now().Add(s.cfg.ShutdownGrace)
 	if s.table.IsLeader() {

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -36,8 +37,16 @@ func startServer(t *testing.T, cfg Config) *testServer {
 	return startServerLog(t, cfg, zerolog.Nop())
 }
 
+// testTransport is the transport the tests serve on unless one names its
+// own: $NACOS_LOCKD_TEST_TRANSPORT (make test-gateway-h2 runs the whole
+// package on h2), else the default.
+func testTransport() string { return os.Getenv("NACOS_LOCKD_TEST_TRANSPORT") }
+
 func startServerLog(t *testing.T, cfg Config, log zerolog.Logger) *testServer {
 	t.Helper()
+	if cfg.Transport == "" {
+		cfg.Transport = testTransport()
+	}
 	if cfg.Metrics == nil {
 		cfg.Metrics = prometheus.NewRegistry() // exercised by every test
 	}

@@ -25,6 +25,8 @@ type Config struct {
 	// CoalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	CoalesceWindow time.Duration
+	// Transport is gateway.Config.Transport: the SDK port's gRPC server.
+	Transport string
 
 	// Version and Commit are logged at start and printed in the banner.
 	Version, Commit string

@@ -179,6 +179,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		PeerAlive:  s.peers.alive,
 		Metrics:    reg,
 		Auth:       s.authn,
+		Transport:  cfg.Transport,
 	}
 	// The lock settings, field by field as their tags bind them
 	// (milliseconds to durations).

@@ -92,6 +92,11 @@ var (
 		Kind: Duration, Default: DefaultCoalesceWindow, Min: 0, Max: int64(time.Second), Zero: "off",
 		Doc: "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry, which every member must do while nodes older than this build are in the cluster",
 	})
+	Transport = declare(Setting{
+		Flag: "transport", Env: "NACOS_LOCKD_TRANSPORT", Kind: String, Default: "grpc",
+		Choices: []string{"grpc", "h2"},
+		Doc:     "the SDK port's gRPC server: grpc (grpc-go) or h2, EXPERIMENTAL: our lean HTTP/2 server for the two Nacos methods (package transport/h2grpc), less CPU per call",
+	})
 	ShowVersion = declare(Setting{
 		Flag: "version", Kind: Bool, Default: false,
 		Doc: "print the version, commit and build date, then exit",

@@ -34,6 +34,7 @@ type config struct {
 	// coalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
+	transport      string // the SDK port's gRPC server (gateway.Config.Transport)
 }
 
 var (
@@ -103,7 +104,11 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	}
 	cfg := config{dataDir: flags.String(settings.DataDir), logFormat: flags.String(settings.LogFormat),
 		join: flags.Bool(settings.Join), importNacos: flags.String(settings.ImportNacos),
-		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow)}
+		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow),
+		transport: flags.String(settings.Transport)}
+	if !settings.Transport.CheckChoice(cfg.transport) {
+		return config{}, fmt.Errorf("--transport %q: want %s", cfg.transport, settings.Transport.ChoiceList())
+	}
 	if settings.CoalesceWindow.CheckInt(int64(cfg.coalesceWindow)) != "" {
 		return config{}, fmt.Errorf("--coalesce-window %s: want 0 (off) up to %s", cfg.coalesceWindow, time.Duration(settings.CoalesceWindow.Max))
 	}
