@@ -63,6 +63,8 @@ type conn struct {
 	recvWin             int64  // what the client may still send on the connection
 	recvUnacked         uint32 // DATA bytes read but not yet returned to the client
 	settingsSinceStream int
+	hdec                *hpack.Decoder
+	hdr                 requestHeaders // the header block being read
 
 	// The write side. wmu serialises frames; wcond wakes writers waiting
 	// for flow-control window (and is broadcast when a stream or the
@@ -169,8 +171,11 @@ func (c *conn) handshake() error {
 	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.SetReuseFrames()
 	c.fr.SetMaxReadFrameSize(16384) // HTTP/2's default; we advertise no other
-	c.fr.MaxHeaderListSize = c.s.cfg.MaxHeaderListSize
-	c.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	// Header blocks are decoded here, not by the Framer's ReadMetaHeaders:
+	// we keep the five fields we use instead of building every field of
+	// every request (8 allocations a call fewer).
+	c.hdec = hpack.NewDecoder(4096, c.emitHeader)
+	c.hdec.SetMaxStringLength(int(c.s.cfg.MaxHeaderListSize))
 	c.henc = hpack.NewEncoder(&c.hbuf)
 
 	pre := make([]byte, len(clientPreface))
@@ -271,6 +276,7 @@ func (c *conn) close() {
 // goAwayAndClose tells the client why, if the write side is free within a
 // moment, and closes.
 func (c *conn) goAwayAndClose(code http2.ErrCode, why string) {
+	sent := false
 	if c.fr != nil && c.wmu.TryLock() {
 		if !c.wclosed {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeGrace))
@@ -280,13 +286,26 @@ func (c *conn) goAwayAndClose(code http2.ErrCode, why string) {
 			if len(why) > 256 {
 				why = why[:256]
 			}
-			if c.fr.WriteGoAway(last, code, []byte(why)) == nil {
-				_ = c.bw.Flush()
-			}
+			sent = c.fr.WriteGoAway(last, code, []byte(why)) == nil && c.bw.Flush() == nil
 		}
 		c.wmu.Unlock()
 	}
+	if sent && code != http2.ErrCodeNo {
+		c.linger()
+	}
 	c.close()
+}
+
+// linger gives a GOAWAY time to arrive: closing a socket with unread
+// input makes TCP reset it, and a reset peer may lose the GOAWAY before
+// reading it. So half-close, then drain the input briefly (bounded in
+// time and bytes: the peer may be hostile).
+func (c *conn) linger() {
+	if cw, ok := c.nc.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(writeGrace))
+	_, _ = io.CopyN(io.Discard, c.nc, 4<<20)
 }
 
 // drain is the graceful stop: GOAWAY naming the last stream accepted, no
@@ -410,9 +429,13 @@ func (c *conn) flushControl() error {
 
 func (c *conn) onFrame(f http2.Frame) error {
 	switch f := f.(type) {
-	case *http2.MetaHeadersFrame:
+	case *http2.HeadersFrame:
 		c.settingsSinceStream = 0
-		return c.onHeaders(f)
+		c.hdr = requestHeaders{id: f.StreamID, endStream: f.StreamEnded()}
+		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
+	case *http2.ContinuationFrame:
+		// The Framer has checked it continues the block being read.
+		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.DataFrame:
 		return c.onData(f)
 	case *http2.RSTStreamFrame:
@@ -534,9 +557,73 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	return nil
 }
 
+// requestHeaders are the fields of a request's header block that we use.
+type requestHeaders struct {
+	id                                     uint32
+	endStream                              bool
+	frames                                 int    // HEADERS and CONTINUATION frames of the block
+	encoded                                int    // bytes of the block as sent
+	size                                   uint32 // decoded size as HTTP/2 counts it (name + value + 32 per field)
+	truncated                              bool   // over MaxHeaderListSize: the call is refused
+	method, path, ctype, timeout, encoding string
+}
+
+// maxHeaderFrames bounds the frames of one header block: HTTP/2 frames
+// carry at least 16 KiB, so a block within any sane limit needs a few; a
+// flood of (empty) CONTINUATION frames is closed early.
+const maxHeaderFrames = 64
+
+// onHeaderFragment decodes a piece of a header block as it arrives and,
+// at its end, opens the stream.
+func (c *conn) onHeaderFragment(frag []byte, ended bool) error {
+	h := &c.hdr
+	h.frames++
+	h.encoded += len(frag)
+	// Far over the limit (HPACK compresses, but not below half for the
+	// fields a flood would send) or too many frames: not worth decoding.
+	if h.frames > maxHeaderFrames || h.encoded > 2*int(c.s.cfg.MaxHeaderListSize) {
+		return &connError{http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("header block too large (%d frames, %d bytes)", h.frames, h.encoded)}
+	}
+	if _, err := c.hdec.Write(frag); err != nil {
+		return &connError{http2.ErrCodeCompression, "header block not decodable: " + err.Error()}
+	}
+	if !ended {
+		return nil
+	}
+	if err := c.hdec.Close(); err != nil {
+		return &connError{http2.ErrCodeCompression, "header block not decodable: " + err.Error()}
+	}
+	return c.onHeaders(h)
+}
+
+// emitHeader keeps the fields we use; past the size limit it keeps none
+// (but HPACK is still decoded: its table must stay in step).
+func (c *conn) emitHeader(hf hpack.HeaderField) {
+	h := &c.hdr
+	if h.truncated {
+		return
+	}
+	if h.size += hf.Size(); h.size > c.s.cfg.MaxHeaderListSize {
+		h.truncated = true
+		return
+	}
+	switch hf.Name {
+	case ":method":
+		h.method = hf.Value
+	case ":path":
+		h.path = hf.Value
+	case "content-type":
+		h.ctype = hf.Value
+	case "grpc-timeout":
+		h.timeout = hf.Value
+	case "grpc-encoding":
+		h.encoding = hf.Value
+	}
+}
+
 // onHeaders opens a stream: a call's request headers.
-func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
+func (c *conn) onHeaders(h *requestHeaders) error {
+	id := h.id
 	if id%2 == 0 {
 		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("client opened even stream %d", id)}
 	}
@@ -566,32 +653,18 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	}
 	c.mu.Unlock()
 
-	if f.Truncated {
+	if h.truncated {
 		c.log.Warn().Uint32("stream", id).Uint32("limit", c.s.cfg.MaxHeaderListSize).Msg("request header list too large")
-		c.respondEarly(id, f.StreamEnded(), "431", codes.ResourceExhausted, "header list too large")
+		c.respondEarly(id, h.endStream, "431", codes.ResourceExhausted, "header list too large")
 		return nil
 	}
-	var method, path, ctype, timeout, encoding string
-	for _, hf := range f.Fields {
-		switch hf.Name {
-		case ":method":
-			method = hf.Value
-		case ":path":
-			path = hf.Value
-		case "content-type":
-			ctype = hf.Value
-		case "grpc-timeout":
-			timeout = hf.Value
-		case "grpc-encoding":
-			encoding = hf.Value
-		}
-	}
+	method, path, ctype, timeout, encoding := h.method, h.path, h.ctype, h.timeout, h.encoding
 	if method != "POST" {
-		c.respondEarly(id, f.StreamEnded(), "405", codes.Internal, "method "+method+" not allowed")
+		c.respondEarly(id, h.endStream, "405", codes.Internal, "method "+method+" not allowed")
 		return nil
 	}
 	if !isGRPCContentType(ctype) {
-		c.respondEarly(id, f.StreamEnded(), "415", codes.Internal, "invalid gRPC request content-type "+fmt.Sprintf("%q", ctype))
+		c.respondEarly(id, h.endStream, "415", codes.Internal, "invalid gRPC request content-type "+fmt.Sprintf("%q", ctype))
 		return nil
 	}
 	var bidi bool
@@ -600,11 +673,11 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	case StreamMethod:
 		bidi = true
 	default:
-		c.respondEarly(id, f.StreamEnded(), "200", codes.Unimplemented, "unknown method "+path)
+		c.respondEarly(id, h.endStream, "200", codes.Unimplemented, "unknown method "+path)
 		return nil
 	}
 	if encoding != "" && encoding != "identity" {
-		c.respondEarly(id, f.StreamEnded(), "200", codes.Unimplemented, "compression "+encoding+" is not supported")
+		c.respondEarly(id, h.endStream, "200", codes.Unimplemented, "compression "+encoding+" is not supported")
 		return nil
 	}
 	var ctx context.Context
@@ -612,7 +685,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	if timeout != "" {
 		d, ok := parseTimeout(timeout)
 		if !ok {
-			c.respondEarly(id, f.StreamEnded(), "200", codes.Internal, "malformed grpc-timeout "+fmt.Sprintf("%q", timeout))
+			c.respondEarly(id, h.endStream, "200", codes.Internal, "malformed grpc-timeout "+fmt.Sprintf("%q", timeout))
 			return nil
 		}
 		ctx, cancel = context.WithTimeout(c.ctx, d)
@@ -632,7 +705,7 @@ func (c *conn) onHeaders(f *http2.MetaHeadersFrame) error {
 	c.mu.Unlock()
 	c.wmu.Unlock()
 
-	if f.StreamEnded() {
+	if h.endStream {
 		st.halfClosed.Store(true)
 		if !bidi {
 			// A unary call without its message.

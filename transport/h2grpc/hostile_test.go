@@ -187,8 +187,8 @@ func TestHostileHeaderListTooLarge(t *testing.T) {
 			rest = rest[n:]
 		}
 	}()
-	if code, _, ok := r.goAway(); !ok || (code != http2.ErrCodeProtocol && code != http2.ErrCodeCompression) {
-		t.Fatalf("huge header list: GOAWAY %v (%v), want PROTOCOL_ERROR or COMPRESSION_ERROR", code, ok)
+	if code, _, ok := r.goAway(); !ok || (code != http2.ErrCodeEnhanceYourCalm && code != http2.ErrCodeCompression) {
+		t.Fatalf("huge header list: GOAWAY %v (%v), want ENHANCE_YOUR_CALM or COMPRESSION_ERROR", code, ok)
 	}
 	serves(t, s)
 }
@@ -211,8 +211,8 @@ func TestHostileContinuationFlood(t *testing.T) {
 			}
 		}
 	}()
-	if code, _, ok := r.goAway(); !ok || (code != http2.ErrCodeProtocol && code != http2.ErrCodeCompression) {
-		t.Fatalf("CONTINUATION flood: GOAWAY %v (%v), want PROTOCOL_ERROR or COMPRESSION_ERROR", code, ok)
+	if code, _, ok := r.goAway(); !ok || code != http2.ErrCodeEnhanceYourCalm {
+		t.Fatalf("CONTINUATION flood: GOAWAY %v (%v), want ENHANCE_YOUR_CALM", code, ok)
 	}
 	if !r.closed() {
 		t.Fatal("connection left open")
@@ -347,7 +347,7 @@ func TestHostileProtocolErrors(t *testing.T) {
 			return r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 2, BlockFragment: r.block(), EndHeaders: true})
 		},
 		"data on idle stream": func(r *rawClient) error { return r.fr.WriteData(7, true, []byte("x")) },
-		"window overflow": func(r *rawClient) error { return r.fr.WriteWindowUpdate(0, 1<<31-1) },
+		"window overflow":     func(r *rawClient) error { return r.fr.WriteWindowUpdate(0, 1<<31-1) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := newRaw(t, s.addr, true)
