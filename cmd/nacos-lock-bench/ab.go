@@ -32,6 +32,9 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	duration := fs.Duration("duration", 5*time.Second, "measured time per run")
 	warmup := fs.Duration("warmup", time.Second, "warm-up per run")
 	extra := fs.String("server-args", "", "extra nacos-lockd flags for both, space-separated")
+	// One binary with a flag on and off (e.g. --b-args "--transport h2").
+	aArgs := fs.String("a-args", "", "extra nacos-lockd flags for A only, space-separated (after --server-args)")
+	bArgs := fs.String("b-args", "", "extra nacos-lockd flags for B only, space-separated (after --server-args)")
 	pin := fs.Bool("pin", true, "with 2 or more CPUs: both servers on the first CPU, this process on the others (false: all share every core)")
 	rate := fs.Float64("rate", 0, "w1: open loop at this many pairs/s in total (0: closed loop)")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +65,9 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		mode = fmt.Sprintf("open loop at %g ops/s", *rate)
 	}
 	fmt.Fprintf(stdout, "ab: %s; %s\n", plan, mode)
+	if *aArgs != "" || *bArgs != "" {
+		fmt.Fprintf(stdout, "ab: A %s %s | B %s %s\n", *a, *aArgs, *b, *bArgs)
+	}
 	work, err := os.MkdirTemp("", "nacos-lock-bench-ab-")
 	if err != nil {
 		return err
@@ -69,14 +75,12 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer os.RemoveAll(work)
 	type side struct {
 		name, bin, addr string
+		args            []string
 		proc            *peers.Proc
 	}
-	sides := []*side{{name: "A", bin: *a}, {name: "B", bin: *b}}
-	var xargs []string
-	if *extra != "" {
-		xargs = strings.Fields(*extra)
-	}
+	sides := []*side{{name: "A", bin: *a, args: strings.Fields(*aArgs)}, {name: "B", bin: *b, args: strings.Fields(*bArgs)}}
 	for _, s := range sides {
+		xargs := append(strings.Fields(*extra), s.args...)
 		port, err := peers.FreePort()
 		if err != nil {
 			return err
