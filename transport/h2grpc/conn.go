@@ -78,7 +78,9 @@ type conn struct {
 	peerInitWin      int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame     uint32
 	wclosed          bool // the connection is gone: every write fails
-	ctrlPending      bool // control frames buffered, not yet flushed
+	ctrlUrgent       bool // control frames buffered that must go out now
+	ctrlLazy         bool // PING ACKs buffered: the next response may carry them
+	unaryInFlight    int  // unary calls whose response is still to be written
 	resetPingStrikes bool // headers or data sent since the last ping
 	pingStrikes      int
 	lastPingAt       time.Time
@@ -88,6 +90,7 @@ type conn struct {
 	mu         sync.Mutex
 	streams    map[uint32]*stream
 	active     uint32 // streams counted against MaxConcurrentStreams
+	finishing  uint32 // of them, handlers that have returned and write their last frames
 	lastStream uint32 // highest stream id accepted
 	draining   bool   // GOAWAY sent: no new streams, close when idle
 	readerDone bool
@@ -133,6 +136,18 @@ func (c *conn) serve() {
 		err = c.readLoop()
 	}
 	c.finish(err)
+	// Streams still waiting for their request have no handler to end them.
+	c.mu.Lock()
+	var orphans []*stream
+	for _, st := range c.streams {
+		if !st.dispatched {
+			orphans = append(orphans, st)
+		}
+	}
+	c.mu.Unlock()
+	for _, st := range orphans {
+		st.release()
+	}
 	c.mu.Lock()
 	c.readerDone = true
 	if c.active == 0 {
@@ -149,10 +164,11 @@ func (c *conn) serve() {
 // client's first SETTINGS, and sends ours, within HandshakeTimeout.
 func (c *conn) handshake() error {
 	_ = c.nc.SetDeadline(time.Now().Add(c.s.cfg.HandshakeTimeout))
+	rw := c.nc                // what frames are read from and written to: TLS or the socket
 	addr := c.nc.RemoteAddr() // the accepted conn's: the gateway's connAddr
 	p := &peer.Peer{Addr: addr, LocalAddr: c.nc.LocalAddr()}
 	if c.s.tls != nil {
-		tc := tls.Server(c.nc, c.s.tls)
+		tc := tls.Server(rw, c.s.tls)
 		if err := tc.Handshake(); err != nil {
 			// Not worth a warning: probes and scanners do this.
 			return fmt.Errorf("tls handshake: %w", err)
@@ -162,12 +178,17 @@ func (c *conn) handshake() error {
 			return &connError{http2.ErrCodeProtocol, fmt.Sprintf("tls: client did not negotiate h2 (ALPN %q)", st.NegotiatedProtocol)}
 		}
 		p.AuthInfo = credentials.TLSInfo{State: st, CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.PrivacyAndIntegrity}}
-		c.nc = tc
+		rw = tc
+	}
+	// What close, drain and kill (other goroutines) read is set under wmu.
+	c.wmu.Lock()
+	if c.wclosed {
+		c.wmu.Unlock()
+		return net.ErrClosed
 	}
 	c.ctx, c.cancel = context.WithCancel(peer.NewContext(context.Background(), p))
-
-	c.br = bufio.NewReaderSize(c.nc, bufSize)
-	c.bw = bufio.NewWriterSize(c.nc, bufSize)
+	c.br = bufio.NewReaderSize(rw, bufSize)
+	c.bw = bufio.NewWriterSize(rw, bufSize)
 	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.SetReuseFrames()
 	c.fr.SetMaxReadFrameSize(16384) // HTTP/2's default; we advertise no other
@@ -177,6 +198,7 @@ func (c *conn) handshake() error {
 	c.hdec = hpack.NewDecoder(4096, c.emitHeader)
 	c.hdec.SetMaxStringLength(int(c.s.cfg.MaxHeaderListSize))
 	c.henc = hpack.NewEncoder(&c.hbuf)
+	c.wmu.Unlock()
 
 	pre := make([]byte, len(clientPreface))
 	if _, err := io.ReadFull(c.br, pre); err != nil {
@@ -263,13 +285,14 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.wmu.Lock()
 		c.wclosed = true
+		cancel := c.cancel
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
-		if c.cancel != nil {
-			c.cancel()
+		if cancel != nil {
+			cancel()
 		}
 		close(c.done)
-		c.nc.Close()
+		c.nc.Close() // the socket: a TLS connection on it ends with it
 	})
 }
 
@@ -277,8 +300,8 @@ func (c *conn) close() {
 // moment, and closes.
 func (c *conn) goAwayAndClose(code http2.ErrCode, why string) {
 	sent := false
-	if c.fr != nil && c.wmu.TryLock() {
-		if !c.wclosed {
+	if c.wmu.TryLock() {
+		if !c.wclosed && c.fr != nil {
 			_ = c.nc.SetWriteDeadline(time.Now().Add(writeGrace))
 			c.mu.Lock()
 			last := c.lastStream
@@ -417,10 +440,18 @@ func (c *conn) flushControlIfIdle() error {
 func (c *conn) flushControl() error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if !c.ctrlPending || c.wclosed {
+	if c.wclosed || (!c.ctrlUrgent && !c.ctrlLazy) {
 		return nil
 	}
-	c.ctrlPending = false
+	// grpc clients ping after every response they receive (to size their
+	// windows); a unary call in flight will flush soon, and its response
+	// carries the ACK: one write per call instead of two. Its handler is
+	// bounded (the gateway's request timeout), so the ACK is not held
+	// long; window updates and SETTINGS ACKs never wait.
+	if !c.ctrlUrgent && c.unaryInFlight > 0 {
+		return nil
+	}
+	c.ctrlUrgent, c.ctrlLazy = false, false
 	if err := c.bw.Flush(); err != nil {
 		return fmt.Errorf("flush control frames: %w", err)
 	}
@@ -505,7 +536,7 @@ func (c *conn) onSettings(f *http2.SettingsFrame) error {
 	if err != nil {
 		return err
 	}
-	c.ctrlPending = true
+	c.ctrlUrgent = true
 	return c.fr.WriteSettingsAck()
 }
 
@@ -527,7 +558,7 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if c.pingStrikes > maxPingStrikes {
 		return &connError{http2.ErrCodeEnhanceYourCalm, "too_many_pings"}
 	}
-	c.ctrlPending = true
+	c.ctrlLazy = true
 	return c.fr.WritePing(true, f.Data)
 }
 
@@ -646,7 +677,11 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 		return nil
 	}
 	c.lastStream = id
-	if c.active >= c.s.cfg.MaxConcurrentStreams {
+	// A handler's stream counts until its last frames are written, but the
+	// client counts it closed as soon as it reads them; so a client at the
+	// limit may open the next stream a moment early. Finishing handlers
+	// are allowed for, up to the limit again (they may wait for window).
+	if limit := c.s.cfg.MaxConcurrentStreams; c.active >= limit && (c.active-c.finishing >= limit || c.active >= 2*limit) {
 		c.mu.Unlock()
 		c.writeReset(id, http2.ErrCodeRefusedStream)
 		return nil
@@ -699,6 +734,10 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	}
 	c.wmu.Lock()
 	st.sendWin = c.peerInitWin
+	if !bidi {
+		st.countedUnary = true
+		c.unaryInFlight++
+	}
 	c.mu.Lock()
 	c.streams[id] = st
 	c.active++
@@ -910,7 +949,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 func (c *conn) resetStreamLocked(st *stream, code http2.ErrCode) {
 	if !st.finished && !c.wclosed {
 		st.finished = true
-		c.ctrlPending = true
+		c.ctrlUrgent = true
 		_ = c.fr.WriteRSTStream(st.id, code)
 	}
 	st.reset = true
@@ -921,7 +960,7 @@ func (c *conn) writeReset(id uint32, code http2.ErrCode) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	if !c.wclosed {
-		c.ctrlPending = true
+		c.ctrlUrgent = true
 		_ = c.fr.WriteRSTStream(id, code)
 	}
 }
@@ -932,7 +971,7 @@ func (c *conn) writeWindowUpdate(id, n uint32) error {
 	if c.wclosed {
 		return nil
 	}
-	c.ctrlPending = true
+	c.ctrlUrgent = true
 	if err := c.fr.WriteWindowUpdate(id, n); err != nil {
 		return fmt.Errorf("write WINDOW_UPDATE: %w", err)
 	}
@@ -948,7 +987,7 @@ func (c *conn) respondEarly(id uint32, ended bool, httpStatus string, code codes
 	if c.wclosed {
 		return
 	}
-	c.ctrlPending = true
+	c.ctrlUrgent = true
 	if err := c.writeTrailersOnly(id, httpStatus, code, msg); err != nil {
 		return
 	}
@@ -966,7 +1005,7 @@ func (c *conn) abort(st *stream, code codes.Code, msg string) {
 	c.wmu.Lock()
 	if !st.finished && !c.wclosed {
 		st.finished = true
-		c.ctrlPending = true
+		c.ctrlUrgent = true
 		var err error
 		if st.headersSent {
 			err = c.writeTrailers(st.id, code, msg)
@@ -997,6 +1036,9 @@ func (c *conn) removeStream(st *stream) {
 		delete(c.streams, st.id)
 	}
 	c.active--
+	if st.finishing {
+		c.finishing--
+	}
 	closeNow := c.draining && c.active == 0
 	idle := c.readerDone && c.active == 0
 	if idle {

@@ -359,3 +359,22 @@ func TestHostileProtocolErrors(t *testing.T) {
 		})
 	}
 }
+
+func TestAbandonedRequestDoesNotHoldUpGracefulStop(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	// HEADERS and part of a message, then the client vanishes: no handler
+	// ever runs, and the stream must not keep the connection alive.
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.block(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteData(1, false, grpcMessage(payload("T", "half"))[:7]); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the stream to open", func() bool { return s.activeStreams() == 1 })
+	r.nc.Close()
+	s.GracefulStop() // returns only once every connection has ended
+	if n := len(s.snapshot()); n != 0 {
+		t.Fatalf("%d connections left after GracefulStop", n)
+	}
+}

@@ -51,7 +51,9 @@ type stream struct {
 	qready   chan struct{}
 	consumed uint32 // bytes Recv took, not yet returned as window
 
-	releaseOnce sync.Once
+	countedUnary bool // in c.unaryInFlight (under c.wmu)
+	releaseOnce  sync.Once
+	finishing    bool // counted in c.finishing (under c.mu)
 }
 
 var _ grpc.BidiStreamingServer[pb.Payload, pb.Payload] = (*stream)(nil)
@@ -68,6 +70,7 @@ func (st *stream) run() {
 	if st.bidi {
 		err := st.c.s.h.Stream(st)
 		code, msg := statusOf(err)
+		st.markFinishing()
 		_ = st.write(nil, true, code, msg)
 		return
 	}
@@ -80,6 +83,7 @@ func (st *stream) run() {
 		return
 	}
 	resp, err := st.c.s.h.Unary(st.ctx, req)
+	st.markFinishing()
 	if err != nil {
 		code, msg := statusOf(err)
 		_ = st.write(nil, true, code, msg)
@@ -95,11 +99,23 @@ func (st *stream) run() {
 	putBuf(buf)
 }
 
+// markFinishing notes that the handler has returned (see onHeaders).
+func (st *stream) markFinishing() {
+	c := st.c
+	c.mu.Lock()
+	st.finishing = true
+	c.finishing++
+	c.mu.Unlock()
+}
+
 // release frees the stream's slot once: after its handler, or when it
 // ends before one started.
 func (st *stream) release() {
 	st.releaseOnce.Do(func() {
 		st.cancel()
+		st.c.wmu.Lock()
+		st.uncountLocked()
+		st.c.wmu.Unlock()
 		if !st.dispatched && st.req != nil {
 			putBuf(st.req)
 			st.req = nil
@@ -142,6 +158,9 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 	c := st.c
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	if end {
+		st.uncountLocked()
+	}
 	if err := st.writableLocked(); err != nil {
 		return err
 	}
@@ -215,6 +234,21 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 	return c.flushLocked(nil)
 }
 
+// uncountLocked takes a unary call out of c.unaryInFlight; if it was
+// the last, PING ACKs left for its response go out now if nothing else
+// flushes them (see flushControl).
+func (st *stream) uncountLocked() {
+	c := st.c
+	if !st.countedUnary {
+		return
+	}
+	st.countedUnary = false
+	c.unaryInFlight--
+	if c.unaryInFlight == 0 && c.ctrlLazy && !c.wclosed && (st.reset || st.finished) {
+		_ = c.flushLocked(nil)
+	}
+}
+
 func (st *stream) writableLocked() error {
 	switch {
 	case st.c.wclosed:
@@ -234,7 +268,7 @@ func (c *conn) flushLocked(err error) error {
 	if err != nil {
 		return fmt.Errorf("write stream: %w", err)
 	}
-	c.ctrlPending = false
+	c.ctrlUrgent, c.ctrlLazy = false, false
 	return nil
 }
 
