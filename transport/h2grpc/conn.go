@@ -62,6 +62,7 @@ type conn struct {
 	fr                  *http2.Framer
 	recvWin             int64  // what the client may still send on the connection
 	recvUnacked         uint32 // DATA bytes read but not yet returned to the client
+	pendingReq          int    // bytes of unary requests buffered whose handler has not started
 	settingsSinceStream int
 	hdec                *hpack.Decoder
 	hdr                 requestHeaders // the header block being read
@@ -823,10 +824,19 @@ func (c *conn) onUnaryData(st *stream, data []byte, n uint32, end bool) error {
 	if st.aborted {
 		return nil
 	}
+	// Unary requests are buffered whole before their handler runs; what a
+	// connection may have buffered so is bounded, or a client could open
+	// every stream it may and fill each up to the message limit.
+	if c.pendingReq+len(data) > c.s.maxPendingReq() {
+		c.abort(st, codes.ResourceExhausted, fmt.Sprintf("grpc: more than %d bytes of requests buffered on the connection", c.s.maxPendingReq()))
+		return nil
+	}
 	if st.req == nil {
 		st.req = getBuf(len(data))
 	}
 	*st.req = append(*st.req, data...)
+	c.pendingReq += len(data)
+	st.pendingReq += len(data)
 	buf := *st.req
 	if len(buf) >= 5 {
 		if buf[0] != 0 {
@@ -861,6 +871,7 @@ func (c *conn) onUnaryData(st *stream, data []byte, n uint32, end bool) error {
 		return nil
 	}
 	st.dispatched = true
+	c.pendingReq -= st.pendingReq
 	c.s.dispatch(st)
 	return nil
 }

@@ -378,3 +378,55 @@ func TestAbandonedRequestDoesNotHoldUpGracefulStop(t *testing.T) {
 		t.Fatalf("%d connections left after GracefulStop", n)
 	}
 }
+
+func TestHostilePartialRequestsAreBounded(t *testing.T) {
+	s := startServer(t, Config{pendingLimit: 256 << 10}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	// Requests that never end, each declaring a large message: the third
+	// goes over what the connection may buffer and is refused.
+	msg := grpcMessage(payload("T", strings.Repeat("p", 200<<10)))
+	for _, id := range []uint32{1, 3, 5} {
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.block(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		for part := msg[:100<<10]; len(part) > 0; part = part[min(len(part), 16000):] {
+			if err := r.fr.WriteData(id, false, part[:min(len(part), 16000)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var status string
+	if !r.until(func(f http2.Frame) bool {
+		if h, ok := f.(*http2.MetaHeadersFrame); ok && h.StreamID == 5 {
+			for _, hf := range h.Fields {
+				if hf.Name == "grpc-status" {
+					status = hf.Value
+				}
+			}
+			return true
+		}
+		return false
+	}) || status != "8" {
+		t.Fatalf("third partial request: grpc-status %q, want 8 (RESOURCE_EXHAUSTED)", status)
+	}
+	// Resetting the others frees the budget: the next call is served.
+	for _, id := range []uint32{1, 3} {
+		if err := r.fr.WriteRSTStream(id, http2.ErrCodeCancel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.request(7, "small"); err != nil {
+		t.Fatal(err)
+	}
+	var body []byte
+	if !r.until(func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 7 {
+			body = bytes.Clone(d.Data())
+			return true
+		}
+		return false
+	}) || !bytes.Contains(body, []byte("small")) {
+		t.Fatalf("call after the budget was freed: %q", body)
+	}
+	serves(t, s)
+}

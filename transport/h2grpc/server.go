@@ -73,6 +73,8 @@ type Config struct {
 	// Log gets one line per connection ended by a protocol violation or a
 	// limit, and debug lines otherwise.
 	Log zerolog.Logger
+
+	pendingLimit int // tests: maxPendingReq's bound instead of the default
 }
 
 func (c Config) withDefaults() Config {
@@ -225,8 +227,10 @@ func (s *Server) GracefulStop() {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	// At once on every connection: one whose writer is stuck on a peer
+	// that does not read must not hold up the others' GOAWAY.
 	for _, c := range conns {
-		c.drain()
+		go c.drain()
 	}
 	s.connWG.Wait()
 	s.stopWorkers()
@@ -304,6 +308,16 @@ func (s *Server) dispatch(st *stream) {
 	default:
 		go st.run()
 	}
+}
+
+// maxPendingReq bounds the request bytes a connection may have buffered
+// for calls whose handler has not started: room for a few requests of the
+// largest size.
+func (s *Server) maxPendingReq() int {
+	if s.cfg.pendingLimit > 0 {
+		return s.cfg.pendingLimit
+	}
+	return max(64<<20, 2*s.cfg.MaxRecvMsgSize)
 }
 
 func containsString(l []string, s string) bool {

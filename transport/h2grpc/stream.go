@@ -31,6 +31,7 @@ type stream struct {
 	req         *[]byte // unary: the framed request, pooled
 	rbuf        []byte  // bidi: a message not yet complete
 	recvUnacked uint32  // unary: stream window to return
+	pendingReq  int     // unary: bytes counted in c.pendingReq
 	dispatched  bool    // a handler runs and will release the stream
 	aborted     bool    // failed by its request; further data is dropped
 
@@ -116,9 +117,13 @@ func (st *stream) release() {
 		st.c.wmu.Lock()
 		st.uncountLocked()
 		st.c.wmu.Unlock()
-		if !st.dispatched && st.req != nil {
-			putBuf(st.req)
-			st.req = nil
+		if !st.dispatched {
+			// Only the reader releases a stream without a handler.
+			st.c.pendingReq -= st.pendingReq
+			if st.req != nil {
+				putBuf(st.req)
+				st.req = nil
+			}
 		}
 		st.c.removeStream(st)
 	})
