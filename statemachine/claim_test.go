@@ -107,7 +107,7 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 		for i, c := range randomCommands(seed, 3000) {
 			if i%3 == 0 {
 				var ids []lockID
-				a.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				a.ids.Ascend(func(l *lockState) bool { ids = append(ids, l.id()); return true })
 				for _, id := range ids {
 					l := a.locks[id]
 					if !l.unclaimed || max(a.clock, c.NowMs) > l.leaseEnd {
@@ -148,7 +148,7 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 		for i, c := range randomCommands(seed, 3000) {
 			if i%3 == 0 {
 				var ids []lockID
-				probe.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				probe.ids.Ascend(func(l *lockState) bool { ids = append(ids, l.id()); return true })
 				for _, id := range ids {
 					l := probe.locks[id]
 					if !l.unclaimed || max(probe.clock, c.NowMs) > l.leaseEnd {

@@ -93,11 +93,11 @@ type StateQuery struct{}
 // Expired lists leases that ended before nowMs, oldest first.
 func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 	var out []ExpiredLease
-	t.leases.Ascend(func(it leaseItem) bool {
-		if it.end >= nowMs || len(out) >= limit {
+	t.leases.Ascend(func(l *lockState) bool {
+		if l.leaseEnd >= nowMs || len(out) >= limit {
 			return false
 		}
-		out = append(out, ExpiredLease{Kind: it.id.kind, Key: it.id.key, Token: t.locks[it.id].token, LeaseEnd: it.end})
+		out = append(out, ExpiredLease{Kind: l.kind, Key: l.key, Token: l.token, LeaseEnd: l.leaseEnd})
 		return true
 	})
 	return out
@@ -109,8 +109,13 @@ func (t *Table) Lock(kind Kind, key string) lockview.Lock {
 	if !ok {
 		return lockview.Lock{Type: kind.String(), Key: key, Clock: t.clock}
 	}
+	return t.view(l)
+}
+
+// view copies a lock out for a reader.
+func (t *Table) view(l *lockState) lockview.Lock {
 	v := lockview.Lock{
-		Found: true, Type: kind.String(), Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
+		Found: true, Type: l.kind.String(), Key: l.key, Owner: l.owner, ConnID: l.connID, Count: l.count,
 		Token: l.token, AcquiredAtMs: l.acquiredAt, LeaseEndMs: l.leaseEnd, Unclaimed: l.unclaimed, Clock: t.clock,
 	}
 	if len(l.waiters) > 0 {
@@ -190,7 +195,8 @@ func (t *Table) List(q ListQuery) lockview.Page {
 		if kind == q.AfterKind && q.AfterKey > q.Prefix {
 			from.key = q.AfterKey
 		}
-		t.ids.AscendGreaterOrEqual(from, func(id lockID) bool {
+		t.ids.AscendGreaterOrEqual(&lockState{kind: from.kind, key: from.key}, func(l *lockState) bool {
+			id := l.id()
 			if id.kind != kind || !strings.HasPrefix(id.key, q.Prefix) {
 				return false
 			}
@@ -201,7 +207,7 @@ func (t *Table) List(q ListQuery) lockview.Page {
 				page.More = true
 				return false
 			}
-			page.Locks = append(page.Locks, t.Lock(id.kind, id.key))
+			page.Locks = append(page.Locks, t.view(l))
 			return true
 		})
 		if page.More {

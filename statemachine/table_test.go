@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"testing"
@@ -501,14 +502,17 @@ func TestExpiredLists(t *testing.T) {
 func checkInvariants(tb testing.TB, t *Table) {
 	tb.Helper()
 	held, queued := 0, 0
-	conns := map[string]map[lockID]int{}
-	ref := func(c string, id lockID) {
+	conns := map[string]map[*lockState]int32{}
+	ref := func(c string, l *lockState) {
 		if conns[c] == nil {
-			conns[c] = map[lockID]int{}
+			conns[c] = map[*lockState]int32{}
 		}
-		conns[c][id]++
+		conns[c][l]++
 	}
 	for id, l := range t.locks {
+		if l.id() != id {
+			tb.Fatalf("%v: lock says it is %v", id, l.id())
+		}
 		if !l.held() && len(l.waiters) == 0 {
 			tb.Fatalf("%v: free lock with no waiters kept", id)
 		}
@@ -517,18 +521,18 @@ func checkInvariants(tb testing.TB, t *Table) {
 		}
 		if l.held() {
 			held++
-			ref(l.connID, id)
+			ref(l.connID, l)
 			if l.count < 1 || l.token == 0 || l.token > t.fence {
 				tb.Fatalf("%v: bad holder %+v (fence %d)", id, l, t.fence)
 			}
-			if !t.leases.Has(leaseItem{l.leaseEnd, id}) {
+			if got, ok := t.leases.Get(l); !ok || got != l {
 				tb.Fatalf("%v: lease not indexed", id)
 			}
 		}
 		owners := map[string]bool{}
 		for _, w := range l.waiters {
 			queued++
-			ref(w.connID, id)
+			ref(w.connID, l)
 			if owners[w.owner] || w.owner == l.owner {
 				tb.Fatalf("%v: owner %q queued twice or queued behind itself", id, w.owner)
 			}
@@ -538,16 +542,21 @@ func checkInvariants(tb testing.TB, t *Table) {
 	if t.ids.Len() != len(t.locks) {
 		tb.Fatalf("ordered index holds %d locks, the table %d", t.ids.Len(), len(t.locks))
 	}
-	for id := range t.locks {
-		if !t.ids.Has(id) {
+	for id, l := range t.locks {
+		if got, ok := t.ids.Get(l); !ok || got != l {
 			tb.Fatalf("%v: not in the ordered index", id)
 		}
 	}
 	if held != t.held || queued != t.queued || held != t.leases.Len() {
 		tb.Fatalf("counters: held %d/%d leases %d, queued %d/%d", held, t.held, t.leases.Len(), queued, t.queued)
 	}
-	if fmt.Sprint(conns) != fmt.Sprint(t.conns) {
-		tb.Fatalf("connection index:\n got %v\nwant %v", t.conns, conns)
+	if len(conns) != len(t.conns) {
+		tb.Fatalf("connection index: %d connections, want %d", len(t.conns), len(conns))
+	}
+	for c, want := range conns {
+		if !maps.Equal(t.conns[c], want) {
+			tb.Fatalf("connection index of %s: %d locks, want %d (or multiplicities differ)", c, len(t.conns[c]), len(want))
+		}
 	}
 }
 
