@@ -70,7 +70,7 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
 	case HandOffQuery:
-		l, ok := t.locks[lockID{q.Kind, q.Key}]
+		l, ok := t.lookup(lockID{q.Kind, q.Key})
 		return ok && l.unclaimed && l.owner != q.Owner, nil
 	case StatsQuery:
 		return t.Stats(), nil
@@ -105,7 +105,7 @@ func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 
 // Lock reports one lock's state; Found is false when it is free.
 func (t *Table) Lock(kind Kind, key string) lockview.Lock {
-	l, ok := t.locks[lockID{kind, key}]
+	l, ok := t.lookup(lockID{kind, key})
 	if !ok {
 		return lockview.Lock{Type: kind.String(), Key: key, Clock: t.clock}
 	}
@@ -129,7 +129,7 @@ func (t *Table) view(l *lockState) lockview.Lock {
 
 // Stats reports table-wide figures.
 func (t *Table) Stats() Stats {
-	return Stats{Locks: len(t.locks), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase}
+	return Stats{Locks: t.locks.Len(), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase}
 }
 
 // NodesQuery asks which nodes hold connections the table references
@@ -195,7 +195,7 @@ func (t *Table) List(q ListQuery) lockview.Page {
 		if kind == q.AfterKind && q.AfterKey > q.Prefix {
 			from.key = q.AfterKey
 		}
-		t.ids.AscendGreaterOrEqual(&lockState{kind: from.kind, key: from.key}, func(l *lockState) bool {
+		t.locks.AscendGreaterOrEqual(&lockState{kind: from.kind, key: from.key}, func(l *lockState) bool {
 			id := l.id()
 			if id.kind != kind || !strings.HasPrefix(id.key, q.Prefix) {
 				return false

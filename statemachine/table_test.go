@@ -499,6 +499,22 @@ func TestExpiredLists(t *testing.T) {
 
 // checkInvariants recomputes the derived indexes from scratch and checks
 // the rules every apply must keep.
+// get returns the lock with id, or nil.
+func (t *Table) get(id lockID) *lockState {
+	l, _ := t.lookup(id)
+	return l
+}
+
+// lockMap returns the table's locks by id.
+func (t *Table) lockMap() map[lockID]*lockState {
+	m := make(map[lockID]*lockState, t.locks.Len())
+	t.locks.Ascend(func(l *lockState) bool {
+		m[l.id()] = l
+		return true
+	})
+	return m
+}
+
 func checkInvariants(tb testing.TB, t *Table) {
 	tb.Helper()
 	held, queued := 0, 0
@@ -509,7 +525,7 @@ func checkInvariants(tb testing.TB, t *Table) {
 		}
 		conns[c][l]++
 	}
-	for id, l := range t.locks {
+	for id, l := range t.lockMap() {
 		if l.id() != id {
 			tb.Fatalf("%v: lock says it is %v", id, l.id())
 		}
@@ -539,14 +555,17 @@ func checkInvariants(tb testing.TB, t *Table) {
 			owners[w.owner] = true
 		}
 	}
-	if t.ids.Len() != len(t.locks) {
-		tb.Fatalf("ordered index holds %d locks, the table %d", t.ids.Len(), len(t.locks))
-	}
-	for id, l := range t.locks {
-		if got, ok := t.ids.Get(l); !ok || got != l {
-			tb.Fatalf("%v: not in the ordered index", id)
+	var prev *lockState
+	t.locks.Ascend(func(l *lockState) bool {
+		if prev != nil && compareIDs(prev.id(), l.id()) >= 0 {
+			tb.Fatalf("locks out of order: %v before %v", prev.id(), l.id())
 		}
-	}
+		if got, ok := t.lookup(l.id()); !ok || got != l {
+			tb.Fatalf("%v: a lookup does not find it", l.id())
+		}
+		prev = l
+		return true
+	})
 	if held != t.held || queued != t.queued || held != t.leases.Len() {
 		tb.Fatalf("counters: held %d/%d leases %d, queued %d/%d", held, t.held, t.leases.Len(), queued, t.queued)
 	}
@@ -647,7 +666,7 @@ func TestOwnersAndConnectionsAreShared(t *testing.T) {
 			}
 		}
 	}
-	a, b, c := tb.locks[lockID{N, "a"}], tb.locks[lockID{N, "b"}], tb.locks[lockID{N, "c"}]
+	a, b, c := tb.get(lockID{N, "a"}), tb.get(lockID{N, "b"}), tb.get(lockID{N, "c"})
 	same("owner", a.owner, b.owner, c.owner)
 	same("connection", a.connID, b.connID, c.connID, a.waiters[0].connID)
 
