@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 )
 
 // Snapshot content (the "lock" entry of nacos_lock.zip):
@@ -249,8 +248,8 @@ func checkStored(id lockID, l *lockState, fence uint64) error {
 	if l.token == 0 || l.token > fence {
 		return fmt.Errorf("%w: lock token %d outside 1 .. fence %d", errMalformed, l.token, fence)
 	}
-	owners := make(map[string]bool, len(l.waiters))
-	for _, w := range l.waiters {
+	owners := make(map[string]bool, len(l.queue()))
+	for _, w := range l.queue() {
 		if w.owner == "" || w.owner == l.owner || owners[w.owner] {
 			return fmt.Errorf("%w: stored lock %s %q queues owner %q twice or behind itself", errMalformed, id.kind, id.key, w.owner)
 		}
@@ -280,17 +279,12 @@ func readField(br *bufio.Reader) ([]byte, error) {
 
 // eachRecord yields the table's locks as (storage key, record) in key order.
 func (t *Table) eachRecord(emit func(key, rec []byte) error) error {
-	ids := make([]lockID, 0, len(t.locks))
-	for id := range t.locks {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, compareIDs)
-	for _, id := range ids {
-		if err := emit(lockKey(id), encodeRecord(t.locks[id])); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	t.locks.Ascend(func(l *lockState) bool {
+		err = emit(lockKey(l.id()), encodeRecord(l))
+		return err == nil
+	})
+	return err
 }
 
 // StateBytes is the table's snapshot content. Two replicas that applied
