@@ -927,6 +927,12 @@ func (c *conn) onReset(id uint32) {
 	st.reset = true
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
+	c.endStream(st)
+}
+
+// endStream ends a call that the client or its request failed: its
+// context, its Recv, and its slot if no handler runs to free it.
+func (c *conn) endStream(st *stream) {
 	st.cancel()
 	if st.bidi {
 		st.deliver(nil, errCanceled)
@@ -948,13 +954,7 @@ func (c *conn) resetStream(id uint32, code http2.ErrCode) {
 	c.wmu.Lock()
 	c.resetStreamLocked(st, code)
 	c.wmu.Unlock()
-	st.cancel()
-	if st.bidi {
-		st.deliver(nil, errCanceled)
-	}
-	if !st.dispatched {
-		st.release()
-	}
+	c.endStream(st)
 }
 
 func (c *conn) resetStreamLocked(st *stream, code http2.ErrCode) {
@@ -1030,13 +1030,7 @@ func (c *conn) abort(st *stream, code codes.Code, msg string) {
 	st.reset = true
 	c.wcond.Broadcast()
 	c.wmu.Unlock()
-	st.cancel()
-	if st.bidi {
-		st.deliver(nil, errCanceled)
-	}
-	if !st.dispatched {
-		st.release()
-	}
+	c.endStream(st)
 }
 
 // removeStream forgets a stream and frees its slot; the last one closes a

@@ -217,16 +217,7 @@ func (s *Server) forget(c *conn) {
 // calls in flight finish and returns once every connection has closed
 // (or Stop was called).
 func (s *Server) GracefulStop() {
-	s.mu.Lock()
-	s.draining = true
-	for l := range s.lis {
-		l.Close()
-	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
+	conns := s.closeListeners(false)
 	// At once on every connection: one whose writer is stuck on a peer
 	// that does not read must not hold up the others' GOAWAY.
 	for _, c := range conns {
@@ -240,9 +231,21 @@ func (s *Server) GracefulStop() {
 // GOAWAY if its writer is free); the calls' contexts end. It does not wait
 // for handlers to return.
 func (s *Server) Stop() {
+	conns := s.closeListeners(true)
+	for _, c := range conns {
+		c.kill()
+	}
+	s.connWG.Wait()
+	s.stopWorkers()
+}
+
+// closeListeners begins a stop (stop: Stop's, which stops waiting for
+// handlers) and returns the connections to end.
+func (s *Server) closeListeners(stop bool) []*conn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.draining = true
-	if !s.stopped {
+	if stop && !s.stopped {
 		s.stopped = true
 		close(s.stopCh)
 	}
@@ -253,18 +256,7 @@ func (s *Server) Stop() {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.kill()
-	}
-	s.connWG.Wait()
-	s.stopWorkers()
-}
-
-func (s *Server) isStopped() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stopped
+	return conns
 }
 
 // workerCalls is how many calls a worker serves before it hands over to a
