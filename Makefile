@@ -113,7 +113,7 @@ FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
 	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
 	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
-	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes
+	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes ./transport/h2grpc:FuzzConn
 
 fuzz-smoke: ## each fuzz target briefly (CI)
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
