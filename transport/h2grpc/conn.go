@@ -297,23 +297,24 @@ func (c *conn) close() {
 	})
 }
 
-// goAwayAndClose tells the client why, if the write side is free within a
-// moment, and closes.
+// goAwayAndClose tells the client why (unless its connection is too stuck
+// to take it within writeGrace) and closes.
 func (c *conn) goAwayAndClose(code http2.ErrCode, why string) {
+	// A writer stuck on a peer that does not read lets go of the write
+	// lock within writeGrace (writers waiting for window do at once).
+	_ = c.nc.SetWriteDeadline(time.Now().Add(writeGrace))
 	sent := false
-	if c.wmu.TryLock() {
-		if !c.wclosed && c.fr != nil {
-			_ = c.nc.SetWriteDeadline(time.Now().Add(writeGrace))
-			c.mu.Lock()
-			last := c.lastStream
-			c.mu.Unlock()
-			if len(why) > 256 {
-				why = why[:256]
-			}
-			sent = c.fr.WriteGoAway(last, code, []byte(why)) == nil && c.bw.Flush() == nil
+	c.wmu.Lock()
+	if !c.wclosed && c.fr != nil {
+		c.mu.Lock()
+		last := c.lastStream
+		c.mu.Unlock()
+		if len(why) > 256 {
+			why = why[:256]
 		}
-		c.wmu.Unlock()
+		sent = c.fr.WriteGoAway(last, code, []byte(why)) == nil && c.bw.Flush() == nil
 	}
+	c.wmu.Unlock()
 	if sent && code != http2.ErrCodeNo {
 		c.linger()
 	}

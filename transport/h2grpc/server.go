@@ -233,7 +233,7 @@ func (s *Server) GracefulStop() {
 func (s *Server) Stop() {
 	conns := s.closeListeners(true)
 	for _, c := range conns {
-		c.kill()
+		go c.kill() // each may wait writeGrace for a stuck writer
 	}
 	s.connWG.Wait()
 	s.stopWorkers()
