@@ -71,13 +71,13 @@ func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 	if fmt.Sprint(rs) != fmt.Sprint(want) {
 		t.Fatalf("results\n got %+v\nwant %+v", rs, want)
 	}
-	if l := tb.locks[lockID{N, "a"}]; l.leaseEnd != 5200 {
+	if l := tb.get(lockID{N, "a"}); l.leaseEnd != 5200 {
 		t.Fatalf("a's lease ends at %d, want 5200 (the first renew only)", l.leaseEnd)
 	}
-	if l := tb.locks[lockID{N, "b"}]; l.leaseEnd != 1100 || l.token != t2.Token {
+	if l := tb.get(lockID{N, "b"}); l.leaseEnd != 1100 || l.token != t2.Token {
 		t.Fatalf("b changed: %+v", l)
 	}
-	if _, ok := tb.locks[lockID{N, "x"}]; ok {
+	if _, ok := tb.lookup(lockID{N, "x"}); ok {
 		t.Fatal("an acquire inside a version 3 frame was applied")
 	}
 	checkInvariants(t, tb)
@@ -96,10 +96,10 @@ func TestApplyBatchOnePerLockAndOnlyCoalescibleOps(t *testing.T) {
 	if fmt.Sprint(rs) != fmt.Sprint(want) {
 		t.Fatalf("version 4 results\n got %+v\nwant %+v", rs, want)
 	}
-	if l := tb.locks[lockID{N, "b"}]; l == nil || l.owner != "o2" {
+	if l := tb.get(lockID{N, "b"}); l == nil || l.owner != "o2" {
 		t.Fatalf("b after a refused cleanup and force release: %+v", l)
 	}
-	if _, held := tb.locks[lockID{N, "a"}]; held {
+	if _, held := tb.lookup(lockID{N, "a"}); held {
 		t.Fatal("a was granted again in the entry that released it")
 	}
 	checkInvariants(t, tb)
@@ -245,7 +245,7 @@ func TestCoalescedStreamsStayDeterministicAndFenced(t *testing.T) {
 			}
 			b.TakeNotifications()
 			checkInvariants(t, a)
-			for id, l := range a.locks {
+			for id, l := range a.lockMap() {
 				if l.held() {
 					if l.token < last[id] {
 						t.Fatalf("seed %d entry %d: token for %v went back", seed, idx, id)

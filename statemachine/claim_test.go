@@ -107,9 +107,9 @@ func TestClaimRecordEqualsTheAcquireThatClaims(t *testing.T) {
 		for i, c := range randomCommands(seed, 3000) {
 			if i%3 == 0 {
 				var ids []lockID
-				a.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				a.locks.Ascend(func(l *lockState) bool { ids = append(ids, l.id()); return true })
 				for _, id := range ids {
-					l := a.locks[id]
+					l := a.get(id)
 					if !l.unclaimed || max(a.clock, c.NowMs) > l.leaseEnd {
 						continue // the gateway's read would not answer it
 					}
@@ -148,9 +148,9 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 		for i, c := range randomCommands(seed, 3000) {
 			if i%3 == 0 {
 				var ids []lockID
-				probe.ids.Ascend(func(id lockID) bool { ids = append(ids, id); return true })
+				probe.locks.Ascend(func(l *lockState) bool { ids = append(ids, l.id()); return true })
 				for _, id := range ids {
-					l := probe.locks[id]
+					l := probe.get(id)
 					if !l.unclaimed || max(probe.clock, c.NowMs) > l.leaseEnd {
 						continue
 					}
@@ -205,7 +205,7 @@ func TestSharedLockEntriesStayFenced(t *testing.T) {
 			a.TakeNotifications()
 			one.TakeNotifications()
 			checkInvariants(t, a)
-			for id, l := range a.locks {
+			for id, l := range a.lockMap() {
 				if l.held() {
 					own(idx, id, l.token, l.owner)
 				}

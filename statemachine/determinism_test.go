@@ -135,7 +135,7 @@ func TestFencingTokensIncreasePerKey(t *testing.T) {
 	last := map[lockID]uint64{}
 	for i, c := range randomCommands(11, 5000) {
 		tb.Apply(uint64(i+1), c)
-		for id, l := range tb.locks {
+		for id, l := range tb.lockMap() {
 			if l.held() && l.token < last[id] {
 				t.Fatalf("entry %d: token for %v went back from %d to %d", i+1, id, last[id], l.token)
 			}

@@ -65,11 +65,11 @@ func checkTable(t *testing.T, got *Table, applied uint64, clock int64, fence, to
 		t.Fatalf("meta: applied %d clock %d fence %d token base %d; want %d %d %d %d",
 			got.applied, got.clock, got.fence, got.tokenBase, applied, clock, fence, tokenBase)
 	}
-	if len(got.locks) != len(want) {
-		t.Fatalf("%d locks, want %d", len(got.locks), len(want))
+	if got.locks.Len() != len(want) {
+		t.Fatalf("%d locks, want %d", got.locks.Len(), len(want))
 	}
 	for _, w := range want {
-		l, ok := got.locks[w.id]
+		l, ok := got.lookup(w.id)
 		if !ok {
 			t.Fatalf("lock %v missing", w.id)
 		}
@@ -119,7 +119,7 @@ func withScriptAcquiredAt(ws []wantLock) []wantLock {
 // forgetAcquiredAt zeroes every lock's acquiredAt, as a table written by a
 // build that did not record it holds them.
 func forgetAcquiredAt(t *Table) *Table {
-	for _, l := range t.locks {
+	for _, l := range t.lockMap() {
 		l.acquiredAt = 0
 	}
 	return t

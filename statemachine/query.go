@@ -72,7 +72,7 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
 	case HandOffQuery:
-		l, ok := t.locks[lockID{q.Kind, q.Key}]
+		l, ok := t.lookup(lockID{q.Kind, q.Key})
 		return ok && l.unclaimed && l.owner != q.Owner, nil
 	case StatsQuery:
 		return t.Stats(), nil
@@ -97,11 +97,11 @@ type StateQuery struct{}
 // Expired lists leases that ended before nowMs, oldest first.
 func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 	var out []ExpiredLease
-	t.leases.Ascend(func(it leaseItem) bool {
-		if it.end >= nowMs || len(out) >= limit {
+	t.leases.Ascend(func(l *lockState) bool {
+		if l.leaseEnd >= nowMs || len(out) >= limit {
 			return false
 		}
-		out = append(out, ExpiredLease{Kind: it.id.kind, Key: it.id.key, Token: t.locks[it.id].token, LeaseEnd: it.end})
+		out = append(out, ExpiredLease{Kind: l.kind, Key: l.key, Token: l.token, LeaseEnd: l.leaseEnd})
 		return true
 	})
 	return out
@@ -109,12 +109,17 @@ func (t *Table) Expired(nowMs int64, limit int) []ExpiredLease {
 
 // Lock reports one lock's state; Found is false when it is free.
 func (t *Table) Lock(kind Kind, key string) lockview.Lock {
-	l, ok := t.locks[lockID{kind, key}]
+	l, ok := t.lookup(lockID{kind, key})
 	if !ok {
 		return lockview.Lock{Type: kind.String(), Key: key, Clock: t.clock}
 	}
+	return t.view(l)
+}
+
+// view copies a lock out for a reader.
+func (t *Table) view(l *lockState) lockview.Lock {
 	v := lockview.Lock{
-		Found: true, Type: kind.String(), Key: key, Owner: l.owner, ConnID: l.connID, Count: l.count,
+		Found: true, Type: l.kind.String(), Key: l.key, Owner: l.owner, ConnID: l.connID, Count: l.count,
 		Token: l.token, AcquiredAtMs: l.acquiredAt, LeaseEndMs: l.leaseEnd, Unclaimed: l.unclaimed, Clock: t.clock,
 	}
 	if len(l.waiters) > 0 {
@@ -128,7 +133,7 @@ func (t *Table) Lock(kind Kind, key string) lockview.Lock {
 
 // Stats reports table-wide figures.
 func (t *Table) Stats() Stats {
-	return Stats{Locks: len(t.locks), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase, Level: t.level}
+	return Stats{Locks: t.locks.Len(), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase, Level: t.level}
 }
 
 // NodesQuery asks which nodes hold connections the table references
@@ -194,7 +199,8 @@ func (t *Table) List(q ListQuery) lockview.Page {
 		if kind == q.AfterKind && q.AfterKey > q.Prefix {
 			from.key = q.AfterKey
 		}
-		t.ids.AscendGreaterOrEqual(from, func(id lockID) bool {
+		t.locks.AscendGreaterOrEqual(&lockState{kind: from.kind, key: from.key}, func(l *lockState) bool {
+			id := l.id()
 			if id.kind != kind || !strings.HasPrefix(id.key, q.Prefix) {
 				return false
 			}
@@ -205,7 +211,7 @@ func (t *Table) List(q ListQuery) lockview.Page {
 				page.More = true
 				return false
 			}
-			page.Locks = append(page.Locks, t.Lock(id.kind, id.key))
+			page.Locks = append(page.Locks, t.view(l))
 			return true
 		})
 		if page.More {

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 )
 
 // Snapshot content (the "lock" entry of nacos_lock.zip):
@@ -323,17 +322,12 @@ func readField(br *bufio.Reader) ([]byte, error) {
 
 // eachRecord yields the table's locks as (storage key, record) in key order.
 func (t *Table) eachRecord(emit func(key, rec []byte) error) error {
-	ids := make([]lockID, 0, len(t.locks))
-	for id := range t.locks {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, compareIDs)
-	for _, id := range ids {
-		if err := emit(lockKey(id), encodeRecord(t.locks[id])); err != nil {
-			return err
-		}
-	}
-	return nil
+	var err error
+	t.locks.Ascend(func(l *lockState) bool {
+		err = emit(lockKey(l.id()), encodeRecord(l))
+		return err == nil
+	})
+	return err
 }
 
 // StateBytes is the table's snapshot content. Two replicas that applied

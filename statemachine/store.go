@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 
 	"nacos-lockd/statemachine/lockview"
 )
@@ -221,14 +220,10 @@ func ReadSnapshot(r io.Reader) (*Table, int, error) {
 
 // Locks lists every lock in the table in (kind, key) order.
 func (t *Table) Locks() []lockview.Lock {
-	ids := make([]lockID, 0, len(t.locks))
-	for id := range t.locks {
-		ids = append(ids, id)
-	}
-	slices.SortFunc(ids, compareIDs)
-	out := make([]lockview.Lock, len(ids))
-	for i, id := range ids {
-		out[i] = t.Lock(id.kind, id.key)
-	}
+	out := make([]lockview.Lock, 0, t.locks.Len())
+	t.locks.Ascend(func(l *lockState) bool {
+		out = append(out, t.view(l))
+		return true
+	})
 	return out
 }

@@ -2,6 +2,7 @@ package statemachine
 
 import (
 	"fmt"
+	"maps"
 	"runtime/debug"
 	"slices"
 	"testing"
@@ -498,17 +499,36 @@ func TestExpiredLists(t *testing.T) {
 
 // checkInvariants recomputes the derived indexes from scratch and checks
 // the rules every apply must keep.
+// get returns the lock with id, or nil.
+func (t *Table) get(id lockID) *lockState {
+	l, _ := t.lookup(id)
+	return l
+}
+
+// lockMap returns the table's locks by id.
+func (t *Table) lockMap() map[lockID]*lockState {
+	m := make(map[lockID]*lockState, t.locks.Len())
+	t.locks.Ascend(func(l *lockState) bool {
+		m[l.id()] = l
+		return true
+	})
+	return m
+}
+
 func checkInvariants(tb testing.TB, t *Table) {
 	tb.Helper()
 	held, queued := 0, 0
-	conns := map[string]map[lockID]int{}
-	ref := func(c string, id lockID) {
+	conns := map[string]map[*lockState]int32{}
+	ref := func(c string, l *lockState) {
 		if conns[c] == nil {
-			conns[c] = map[lockID]int{}
+			conns[c] = map[*lockState]int32{}
 		}
-		conns[c][id]++
+		conns[c][l]++
 	}
-	for id, l := range t.locks {
+	for id, l := range t.lockMap() {
+		if l.id() != id {
+			tb.Fatalf("%v: lock says it is %v", id, l.id())
+		}
 		if !l.held() && len(l.waiters) == 0 {
 			tb.Fatalf("%v: free lock with no waiters kept", id)
 		}
@@ -517,37 +537,45 @@ func checkInvariants(tb testing.TB, t *Table) {
 		}
 		if l.held() {
 			held++
-			ref(l.connID, id)
+			ref(l.connID, l)
 			if l.count < 1 || l.token == 0 || l.token > t.fence {
 				tb.Fatalf("%v: bad holder %+v (fence %d)", id, l, t.fence)
 			}
-			if !t.leases.Has(leaseItem{l.leaseEnd, id}) {
+			if got, ok := t.leases.Get(l); !ok || got != l {
 				tb.Fatalf("%v: lease not indexed", id)
 			}
 		}
 		owners := map[string]bool{}
 		for _, w := range l.waiters {
 			queued++
-			ref(w.connID, id)
+			ref(w.connID, l)
 			if owners[w.owner] || w.owner == l.owner {
 				tb.Fatalf("%v: owner %q queued twice or queued behind itself", id, w.owner)
 			}
 			owners[w.owner] = true
 		}
 	}
-	if t.ids.Len() != len(t.locks) {
-		tb.Fatalf("ordered index holds %d locks, the table %d", t.ids.Len(), len(t.locks))
-	}
-	for id := range t.locks {
-		if !t.ids.Has(id) {
-			tb.Fatalf("%v: not in the ordered index", id)
+	var prev *lockState
+	t.locks.Ascend(func(l *lockState) bool {
+		if prev != nil && compareIDs(prev.id(), l.id()) >= 0 {
+			tb.Fatalf("locks out of order: %v before %v", prev.id(), l.id())
 		}
-	}
+		if got, ok := t.lookup(l.id()); !ok || got != l {
+			tb.Fatalf("%v: a lookup does not find it", l.id())
+		}
+		prev = l
+		return true
+	})
 	if held != t.held || queued != t.queued || held != t.leases.Len() {
 		tb.Fatalf("counters: held %d/%d leases %d, queued %d/%d", held, t.held, t.leases.Len(), queued, t.queued)
 	}
-	if fmt.Sprint(conns) != fmt.Sprint(t.conns) {
-		tb.Fatalf("connection index:\n got %v\nwant %v", t.conns, conns)
+	if len(conns) != len(t.conns) {
+		tb.Fatalf("connection index: %d connections, want %d", len(t.conns), len(conns))
+	}
+	for c, want := range conns {
+		if !maps.Equal(t.conns[c], want) {
+			tb.Fatalf("connection index of %s: %d locks, want %d (or multiplicities differ)", c, len(t.conns[c]), len(want))
+		}
 	}
 }
 
@@ -638,7 +666,7 @@ func TestOwnersAndConnectionsAreShared(t *testing.T) {
 			}
 		}
 	}
-	a, b, c := tb.locks[lockID{N, "a"}], tb.locks[lockID{N, "b"}], tb.locks[lockID{N, "c"}]
+	a, b, c := tb.get(lockID{N, "a"}), tb.get(lockID{N, "b"}), tb.get(lockID{N, "c"})
 	same("owner", a.owner, b.owner, c.owner)
 	same("connection", a.connID, b.connID, c.connID, a.waiters[0].connID)
 
