@@ -225,34 +225,34 @@ func goldenV3Table(t *testing.T) *Table {
 func TestGoldenSnapshotV3(t *testing.T) {
 	path := filepath.Join("testdata", "snapshot-v3.stream")
 	if *updateGolden {
-		var buf bytes.Buffer
-		if err := storage.WriteSnapshotStream(&buf, goldenV3Table(t).WriteSnapshot); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeGoldenStream(t, path, goldenV3Table(t))
 	}
 	got := readGoldenStream(t, "snapshot-v3.stream")
+	// Force-released at 6000 with count 2: the first waiter is granted it
+	// (token base 3 + index 15), client-c still waits.
+	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
+		waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
+	checkTable(t, got, 18, 6100, 21, 3, want)
+	// Same state, same bytes: the golden's content is what this build writes.
+	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
+		t.Fatal("snapshot-v3.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV3 -update if the format changed on purpose, and add a new version instead)")
+	}
+}
+
+// v3Locks is what the format-3 golden's script leaves, with order-1 as
+// given (the script's last steps change it).
+func v3Locks(order1 lockState) []wantLock {
 	var want []wantLock
 	for _, w := range withScriptAcquiredAt(v2Locks()) {
 		switch w.id {
 		case lockID{N, "imported-expired"}:
 			w.l.acquiredAt = 900 // handed to its first waiter at the import
 		case lockID{R, "order-1"}:
-			// Force-released at 6000 with count 2: the first waiter is
-			// granted it (token base 3 + index 15), client-c still waits.
-			w.l = lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
-				waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}}
+			w.l = order1
 		}
 		want = append(want, w)
 	}
-	want = append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
-	checkTable(t, got, 18, 6100, 21, 3, want)
-	// Same state, same bytes: the golden's content is what this build writes.
-	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
-		t.Fatal("snapshot-v3.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV3 -update if the format changed on purpose, and add a new version instead)")
-	}
+	return append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
 }
 
 // goldenV4Table is the format-3 golden's table after a level entry (index
@@ -277,37 +277,33 @@ func goldenV4Table(t *testing.T) *Table {
 func TestGoldenSnapshotV4(t *testing.T) {
 	path := filepath.Join("testdata", "snapshot-v4.stream")
 	if *updateGolden {
-		var buf bytes.Buffer
-		if err := storage.WriteSnapshotStream(&buf, goldenV4Table(t).WriteSnapshot); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeGoldenStream(t, path, goldenV4Table(t))
 	}
 	got := readGoldenStream(t, "snapshot-v4.stream")
 	if got.Level() != LevelGate {
 		t.Fatalf("level %d, want %d", got.Level(), LevelGate)
 	}
-	var want []wantLock
-	for _, w := range withScriptAcquiredAt(v2Locks()) {
-		switch w.id {
-		case lockID{N, "imported-expired"}:
-			w.l.acquiredAt = 900
-		case lockID{R, "order-1"}:
-			// Claimed by client-b: its lease runs from the read's clock.
-			w.l = lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36200, token: 18, acquiredAt: 6000,
-				waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}}
-		}
-		want = append(want, w)
-	}
-	want = append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
+	// order-1 claimed by client-b: its lease runs from the read's clock.
+	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36200, token: 18, acquiredAt: 6000,
+		waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
 	checkTable(t, got, 20, 6200, 21, 3, want)
 	if content := goldenContent(t, path); !bytes.Equal(content, goldenV4Table(t).StateBytes()) {
 		t.Fatal("snapshot-v4.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV4 -update if the format changed on purpose, and add a new version instead)")
 	}
 	if SnapshotVersion != 4 {
 		t.Fatal("a new format needs its own golden: keep snapshot-v4.stream and add snapshot-vN")
+	}
+}
+
+// writeGoldenStream writes tb as a Raft snapshot stream golden (-update).
+func writeGoldenStream(t *testing.T, path string, tb *Table) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := storage.WriteSnapshotStream(&buf, tb.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -104,7 +104,7 @@ func TestRollingUpgradeFromBaseline(t *testing.T) {
 		mixed := !isNew[0] || !isNew[1] || !isNew[2]
 		for i, nd := range c.nodes[:3] {
 			if !isNew[i] {
-				if code := versionStatus(t, nd); code != http.StatusNotFound {
+				if code, _ := getVersion(t, nd); code != http.StatusNotFound {
 					t.Fatalf("%s: old node %d answers GET /v1/cluster/version with %d", name, i, code)
 				}
 				continue
@@ -269,17 +269,9 @@ type versionView struct {
 	} `json:"reads"`
 }
 
-func versionStatus(t *testing.T, nd *node) int {
-	t.Helper()
-	resp, err := http.Get("http://" + nd.httpAddr() + "/v1/cluster/version")
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
-}
-
-func clusterVersion(t *testing.T, nd *node) versionView {
+// getVersion asks a node for GET /v1/cluster/version: the status, and
+// the answer when it is 200.
+func getVersion(t *testing.T, nd *node) (int, versionView) {
 	t.Helper()
 	resp, err := http.Get("http://" + nd.httpAddr() + "/v1/cluster/version")
 	if err != nil {
@@ -287,8 +279,19 @@ func clusterVersion(t *testing.T, nd *node) versionView {
 	}
 	defer resp.Body.Close()
 	var v versionView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET /v1/cluster/version on %s: %s %v", nd.httpAddr(), resp.Status, err)
+	if resp.StatusCode == http.StatusOK {
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			t.Fatalf("GET /v1/cluster/version on %s: %v", nd.httpAddr(), err)
+		}
+	}
+	return resp.StatusCode, v
+}
+
+func clusterVersion(t *testing.T, nd *node) versionView {
+	t.Helper()
+	code, v := getVersion(t, nd)
+	if code != http.StatusOK {
+		t.Fatalf("GET /v1/cluster/version on %s: %d", nd.httpAddr(), code)
 	}
 	return v
 }
