@@ -3,7 +3,6 @@ package statemachine
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"testing"
 
@@ -152,8 +151,8 @@ func encodeRecordV1(l *lockState) []byte {
 	b = binary.AppendUvarint(b, uint64(l.count))
 	b = binary.AppendVarint(b, l.leaseEnd)
 	b = binary.AppendUvarint(b, l.token)
-	b = binary.AppendUvarint(b, uint64(len(l.waiters)))
-	for _, w := range l.waiters {
+	b = binary.AppendUvarint(b, uint64(len(l.queue())))
+	for _, w := range l.queue() {
 		b = appendString(b, w.owner)
 		b = appendString(b, w.connID)
 		b = binary.AppendVarint(b, w.enqueued)
@@ -165,16 +164,16 @@ func encodeRecordV1(l *lockState) []byte {
 
 func TestRecordVersions(t *testing.T) {
 	l := &lockState{owner: "o", connID: "c", count: 2, leaseEnd: 9000, token: 7, acquiredAt: 1234, unclaimed: true,
-		waiters: []waiter{{"w", "cw", 10, 20, 30}}}
+		waitq: &[]waiter{{"w", "cw", 10, 20, 30}}}
 	got, err := decodeRecord(encodeRecord(l), nil)
-	if err != nil || fmt.Sprint(*got) != fmt.Sprint(*l) {
-		t.Fatalf("version 2 round trip: %+v %v", got, err)
+	if err != nil || describe(got) != describe(l) {
+		t.Fatalf("version 2 round trip: %s %v", describe(got), err)
 	}
 	old, err := decodeRecord(encodeRecordV1(l), nil)
 	want := *l
 	want.acquiredAt = 0
-	if err != nil || fmt.Sprint(*old) != fmt.Sprint(want) {
-		t.Fatalf("version 1: %+v %v, want %+v", old, err, want)
+	if err != nil || describe(old) != describe(&want) {
+		t.Fatalf("version 1: %s %v, want %s", describe(old), err, describe(&want))
 	}
 	for _, v := range []byte{0, 3, 255} {
 		b := encodeRecord(l)

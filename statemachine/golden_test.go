@@ -74,12 +74,12 @@ func checkTable(t *testing.T, got *Table, applied uint64, clock int64, fence, to
 			t.Fatalf("lock %v missing", w.id)
 		}
 		if l.owner != w.l.owner || l.connID != w.l.connID || l.count != w.l.count || l.leaseEnd != w.l.leaseEnd ||
-			l.token != w.l.token || l.acquiredAt != w.l.acquiredAt || l.unclaimed != w.l.unclaimed || len(l.waiters) != len(w.l.waiters) {
-			t.Fatalf("lock %v:\n got %+v\nwant %+v", w.id, *l, w.l)
+			l.token != w.l.token || l.acquiredAt != w.l.acquiredAt || l.unclaimed != w.l.unclaimed || len(l.queue()) != len(w.l.queue()) {
+			t.Fatalf("lock %v:\n got %s\nwant %s", w.id, describe(l), describe(&w.l))
 		}
-		for i := range l.waiters {
-			if l.waiters[i] != w.l.waiters[i] {
-				t.Fatalf("lock %v waiter %d: got %+v, want %+v", w.id, i, l.waiters[i], w.l.waiters[i])
+		for i := range l.queue() {
+			if l.queue()[i] != w.l.queue()[i] {
+				t.Fatalf("lock %v waiter %d: got %+v, want %+v", w.id, i, l.queue()[i], w.l.queue()[i])
 			}
 		}
 	}
@@ -92,7 +92,7 @@ func scriptLocks(base uint64) []wantLock {
 	return []wantLock{
 		{lockID{G, "legacy"}, lockState{owner: "conn-D", connID: "conn-D", count: 1, leaseEnd: 11500, token: base + 6}},
 		{lockID{R, "order-1"}, lockState{owner: "client-a", connID: "conn-A2", count: 2, leaseEnd: 35000, token: base + 1,
-			waiters: []waiter{{"client-b", "conn-B", 1200, 61200, 30000}, {"client-c", "conn-C", 1300, 51300, 20000}}}},
+			waitq: &[]waiter{{"client-b", "conn-B", 1200, 61200, 30000}, {"client-c", "conn-C", 1300, 51300, 20000}}}},
 		{lockID{R, "键-🔒"}, lockState{owner: "ü", connID: "conn-F", count: 1, leaseEnd: 102100, token: base + 12}},
 		{lockID{N, "handoff"}, lockState{owner: "h2", connID: "conn-C", count: 1, leaseEnd: 9800, token: base + 9, unclaimed: true}},
 		{lockID{N, "job/nightly"}, lockState{owner: "w1", connID: "conn-B", count: 1, leaseEnd: 46400, token: base + 5}},
@@ -180,7 +180,7 @@ func v2Locks() []wantLock {
 	return append(scriptLocks(3),
 		wantLock{lockID{G, "imported-legacy"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: 600000, token: 1}},
 		wantLock{lockID{R, "imported-r"}, lockState{owner: "nacos-owner", connID: "nacos-conn", count: 2, leaseEnd: 700000, token: 2,
-			waiters: []waiter{{"w1", "nacos-conn-2", 800, 900000, 30000}}}},
+			waitq: &[]waiter{{"w1", "nacos-conn-2", 800, 900000, 30000}}}},
 		wantLock{lockID{N, "imported-expired"}, lockState{owner: "w2", connID: "c2", count: 1, leaseEnd: 10900, token: 3, unclaimed: true}},
 	)
 }
@@ -231,7 +231,7 @@ func TestGoldenSnapshotV3(t *testing.T) {
 	// Force-released at 6000 with count 2: the first waiter is granted it
 	// (token base 3 + index 15), client-c still waits.
 	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
-		waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
+		waitq: &[]waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
 	checkTable(t, got, 18, 6100, 21, 3, want)
 	// Same state, same bytes: the golden's content is what this build writes.
 	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
@@ -285,7 +285,7 @@ func TestGoldenSnapshotV4(t *testing.T) {
 	}
 	// order-1 claimed by client-b: its lease runs from the read's clock.
 	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36200, token: 18, acquiredAt: 6000,
-		waiters: []waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
+		waitq: &[]waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
 	checkTable(t, got, 20, 6200, 21, 3, want)
 	if content := goldenContent(t, path); !bytes.Equal(content, goldenV4Table(t).StateBytes()) {
 		t.Fatal("snapshot-v4.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV4 -update if the format changed on purpose, and add a new version instead)")

@@ -81,7 +81,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 				continue
 			}
 			seen[w.Owner] = true
-			l.waiters = append(l.waiters, waiter{owner: intern(w.Owner), connID: intern(w.ConnID), enqueued: w.EnqueuedMs, deadline: w.DeadlineMs, leaseMs: w.LeaseMs})
+			l.setQueue(append(l.queue(), waiter{owner: intern(w.Owner), connID: intern(w.ConnID), enqueued: w.EnqueuedMs, deadline: w.DeadlineMs, leaseMs: w.LeaseMs}))
 		}
 		expired := l.held() && clockMs > l.leaseEnd
 		if expired {
@@ -91,9 +91,9 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 		switch {
 		case l.held():
 			sum.Held++
-		case len(l.waiters) > 0:
-			w := l.waiters[0]
-			l.waiters = l.waiters[1:]
+		case len(l.queue()) > 0:
+			w := l.queue()[0]
+			l.setQueue(l.queue()[1:])
 			l.owner, l.connID, l.count, l.unclaimed = w.owner, w.connID, 1, true
 			l.leaseEnd = t.leaseEnd(w.leaseMs)
 			l.acquiredAt = clockMs // granted now; a lock held as imported keeps 0, unknown
@@ -106,7 +106,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 		}
 		token++
 		l.token = token
-		sum.Waiters += len(l.waiters)
+		sum.Waiters += len(l.queue())
 		t.put(id, l)
 	}
 	t.fence, t.tokenBase = token, token

@@ -41,9 +41,9 @@ func TestNewImportedTable(t *testing.T) {
 	checkTable(t, tb, 0, now, 3, 3, []wantLock{
 		{lockID{G, "at-the-edge"}, lockState{owner: "legacy-migrated", count: 1, leaseEnd: now, token: 1}},
 		{lockID{R, "held"}, lockState{owner: "o1", connID: "c1", count: 3, leaseEnd: now + 1, token: 2,
-			waiters: []waiter{{"w1", "c2", 5, now + 100, 700}, {"w2", "", 6, 1 << 62, 9}}}},
+			waitq: &[]waiter{{"w1", "c2", 5, now + 100, 700}, {"w2", "", 6, 1 << 62, 9}}}},
 		{lockID{N, "handed"}, lockState{owner: "next", connID: "cn", count: 1, leaseEnd: now + 3000, token: 3, acquiredAt: now, unclaimed: true,
-			waiters: []waiter{{"after", "ca", 0, now + 50, 1}}}},
+			waitq: &[]waiter{{"after", "ca", 0, now + 50, 1}}}},
 	})
 	// Grants after the import get higher tokens, per key too.
 	if r := tb.Apply(1, acq(N, "new", "o", "c", now, 100, 0)); r.Token != 4 {

@@ -122,9 +122,9 @@ func (t *Table) view(l *lockState) lockview.Lock {
 		Found: true, Type: l.kind.String(), Key: l.key, Owner: l.owner, ConnID: l.connID, Count: l.count,
 		Token: l.token, AcquiredAtMs: l.acquiredAt, LeaseEndMs: l.leaseEnd, Unclaimed: l.unclaimed, Clock: t.clock,
 	}
-	if len(l.waiters) > 0 {
-		v.Waiters = make([]lockview.Waiter, len(l.waiters))
-		for i, w := range l.waiters {
+	if len(l.queue()) > 0 {
+		v.Waiters = make([]lockview.Waiter, len(l.queue()))
+		for i, w := range l.queue() {
 			v.Waiters[i] = lockview.Waiter{Owner: w.owner, ConnID: w.connID, DeadlineMs: w.deadline}
 		}
 	}

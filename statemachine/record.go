@@ -49,7 +49,7 @@ func parseLockKey(k []byte) (lockID, error) {
 const recordVersion = 2
 
 func encodeRecord(l *lockState) []byte {
-	b := make([]byte, 0, 48+len(l.owner)+len(l.connID)+len(l.waiters)*48)
+	b := make([]byte, 0, 48+len(l.owner)+len(l.connID)+len(l.queue())*48)
 	b = append(b, recordVersion)
 	var flags byte
 	if l.unclaimed {
@@ -62,8 +62,8 @@ func encodeRecord(l *lockState) []byte {
 	b = binary.AppendVarint(b, l.leaseEnd)
 	b = binary.AppendUvarint(b, l.token)
 	b = binary.AppendVarint(b, l.acquiredAt)
-	b = binary.AppendUvarint(b, uint64(len(l.waiters)))
-	for _, w := range l.waiters {
+	b = binary.AppendUvarint(b, uint64(len(l.queue())))
+	for _, w := range l.queue() {
 		b = appendString(b, w.owner)
 		b = appendString(b, w.connID)
 		b = binary.AppendVarint(b, w.enqueued)
@@ -100,10 +100,10 @@ func decodeRecord(data []byte, ns names) (*lockState, error) {
 	}
 	l.count = int32(count)
 	if n > 0 {
-		l.waiters = make([]waiter, n)
+		l.setQueue(make([]waiter, n))
 	}
-	for i := range l.waiters {
-		w := &l.waiters[i]
+	for i := range l.queue() {
+		w := &l.queue()[i]
 		w.owner = r.name(ns)
 		w.connID = r.name(ns)
 		w.enqueued = r.varint()

@@ -291,8 +291,8 @@ func checkStored(id lockID, l *lockState, fence uint64) error {
 	if l.token == 0 || l.token > fence {
 		return fmt.Errorf("%w: lock token %d outside 1 .. fence %d", errMalformed, l.token, fence)
 	}
-	owners := make(map[string]bool, len(l.waiters))
-	for _, w := range l.waiters {
+	owners := make(map[string]bool, len(l.queue()))
+	for _, w := range l.queue() {
 		if w.owner == "" || w.owner == l.owner || owners[w.owner] {
 			return fmt.Errorf("%w: stored lock %s %q queues owner %q twice or behind itself", errMalformed, id.kind, id.key, w.owner)
 		}

@@ -44,9 +44,12 @@ type lockState struct {
 	// before the field existed, or an imported lock). Informational: no
 	// decision reads it.
 	acquiredAt int64
-	waiters    []waiter
-	count      int32
-	kind       Kind
+	// waitq is the FIFO queue (see queue), nil when nobody waits: most
+	// locks never have waiters, and a pointer in place of a slice keeps a
+	// lock in a smaller allocation size class (96 bytes, not 112).
+	waitq *[]waiter
+	count int32
+	kind  Kind
 	// unclaimed marks a grant made to a queued waiter that the waiter has
 	// not yet confirmed with an ACQUIRE. Its claim returns count 1 and the
 	// same token, and a CANCEL_WAIT gives it up.
@@ -54,6 +57,26 @@ type lockState struct {
 }
 
 func (l *lockState) id() lockID { return lockID{l.kind, l.key} }
+
+// queue is the lock's waiters, first in line first.
+func (l *lockState) queue() []waiter {
+	if l.waitq == nil {
+		return nil
+	}
+	return *l.waitq
+}
+
+// setQueue replaces the waiters; an empty queue frees its slot.
+func (l *lockState) setQueue(ws []waiter) {
+	switch {
+	case len(ws) == 0:
+		l.waitq = nil
+	case l.waitq == nil:
+		l.waitq = &ws
+	default:
+		*l.waitq = ws
+	}
+}
 
 func (l *lockState) held() bool { return l.owner != "" }
 
@@ -257,7 +280,7 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 	if cmd.WaitMs <= 0 {
 		return refused(CodeHeld)
 	}
-	if cmd.MaxWaiters > 0 && len(l.waiters) >= int(cmd.MaxWaiters) && !l.isQueued(cmd.Owner) {
+	if cmd.MaxWaiters > 0 && len(l.queue()) >= int(cmd.MaxWaiters) && !l.isQueued(cmd.Owner) {
 		return refused(CodeTooManyWaiters)
 	}
 	pos := l.enqueue(waiter{
@@ -396,7 +419,7 @@ func (t *Table) cleanup(index uint64, cmd Command) Result {
 	for _, l := range locks {
 		id := l.id()
 		t.unindex(id, l)
-		l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return w.connID == cmd.ConnID })
+		l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return w.connID == cmd.ConnID }))
 		if l.held() && l.connID == cmd.ConnID {
 			l.free() // whatever the reentrant count: the connection is gone
 		}
@@ -438,15 +461,15 @@ func (t *Table) forceRelease(index uint64, cmd Command) Result {
 // token (from this entry's index), a lease from the waiter's request, and a
 // notification to the waiter's connection.
 func (t *Table) settle(index uint64, id lockID, l *lockState) {
-	l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return t.clock >= w.deadline })
+	l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return t.clock >= w.deadline }))
 	if l.held() && t.clock > l.leaseEnd {
 		l.free()
 	}
-	if l.held() || len(l.waiters) == 0 {
+	if l.held() || len(l.queue()) == 0 {
 		return
 	}
-	w := l.waiters[0]
-	l.waiters = slices.Delete(l.waiters, 0, 1)
+	w := l.queue()[0]
+	l.setQueue(slices.Delete(l.queue(), 0, 1))
 	l.owner, l.connID, l.count = w.owner, w.connID, 1
 	l.leaseEnd = t.leaseEnd(w.leaseMs)
 	l.token = t.token(index)
@@ -461,26 +484,26 @@ func (l *lockState) free() {
 }
 
 func (l *lockState) isQueued(owner string) bool {
-	return slices.ContainsFunc(l.waiters, func(w waiter) bool { return w.owner == owner })
+	return slices.ContainsFunc(l.queue(), func(w waiter) bool { return w.owner == owner })
 }
 
 func (l *lockState) removeWaiter(owner string) {
-	l.waiters = slices.DeleteFunc(l.waiters, func(w waiter) bool { return w.owner == owner })
+	l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return w.owner == owner }))
 }
 
 // enqueue adds w at the tail, or refreshes the owner's existing entry in
 // place (new deadline, connection and lease) so retries never duplicate it.
 // It returns the 0-based position.
 func (l *lockState) enqueue(w waiter) int {
-	for i := range l.waiters {
-		if l.waiters[i].owner == w.owner {
-			w.enqueued = l.waiters[i].enqueued
-			l.waiters[i] = w
+	for i := range l.queue() {
+		if l.queue()[i].owner == w.owner {
+			w.enqueued = l.queue()[i].enqueued
+			l.queue()[i] = w
 			return i
 		}
 	}
-	l.waiters = append(l.waiters, w)
-	return len(l.waiters) - 1
+	l.setQueue(append(l.queue(), w))
+	return len(l.queue()) - 1
 }
 
 // find looks a lock up for apply. It reuses the table's probe, so only
@@ -520,7 +543,7 @@ func (t *Table) edit(id lockID) *lockState {
 // nobody waiting, and marks it for persistence.
 func (t *Table) done(id lockID, l *lockState) {
 	t.dirty[id] = struct{}{}
-	if !l.held() && len(l.waiters) == 0 {
+	if !l.held() && len(l.queue()) == 0 {
 		t.locks.Delete(l)
 		return
 	}
@@ -535,8 +558,8 @@ func (t *Table) index(l *lockState) {
 		t.leases.ReplaceOrInsert(l)
 		t.ref(l.connID, l, 1)
 	}
-	t.queued += len(l.waiters)
-	for _, w := range l.waiters {
+	t.queued += len(l.queue())
+	for _, w := range l.queue() {
 		t.ref(w.connID, l, 1)
 	}
 }
@@ -547,8 +570,8 @@ func (t *Table) unindex(_ lockID, l *lockState) {
 		t.leases.Delete(l)
 		t.ref(l.connID, l, -1)
 	}
-	t.queued -= len(l.waiters)
-	for _, w := range l.waiters {
+	t.queued -= len(l.queue())
+	for _, w := range l.queue() {
 		t.ref(w.connID, l, -1)
 	}
 }
@@ -640,7 +663,7 @@ func (t *Table) putAll(locks []storedLock) {
 		if s.l.held() {
 			perConn[s.l.connID]++
 		}
-		for _, w := range s.l.waiters {
+		for _, w := range s.l.queue() {
 			perConn[w.connID]++
 		}
 	}

@@ -499,6 +499,14 @@ func TestExpiredLists(t *testing.T) {
 
 // checkInvariants recomputes the derived indexes from scratch and checks
 // the rules every apply must keep.
+// describe prints a lock's fields and its waiters (not the queue's
+// address), for comparing and for failure messages.
+func describe(l *lockState) string {
+	c := *l
+	c.waitq = nil
+	return fmt.Sprintf("%+v waiters %+v", c, l.queue())
+}
+
 // get returns the lock with id, or nil.
 func (t *Table) get(id lockID) *lockState {
 	l, _ := t.lookup(id)
@@ -529,10 +537,10 @@ func checkInvariants(tb testing.TB, t *Table) {
 		if l.id() != id {
 			tb.Fatalf("%v: lock says it is %v", id, l.id())
 		}
-		if !l.held() && len(l.waiters) == 0 {
+		if !l.held() && len(l.queue()) == 0 {
 			tb.Fatalf("%v: free lock with no waiters kept", id)
 		}
-		if !l.held() && len(l.waiters) > 0 {
+		if !l.held() && len(l.queue()) > 0 {
 			tb.Fatalf("%v: free lock with waiters (nobody was handed it)", id)
 		}
 		if l.held() {
@@ -546,7 +554,7 @@ func checkInvariants(tb testing.TB, t *Table) {
 			}
 		}
 		owners := map[string]bool{}
-		for _, w := range l.waiters {
+		for _, w := range l.queue() {
 			queued++
 			ref(w.connID, l)
 			if owners[w.owner] || w.owner == l.owner {
@@ -668,7 +676,7 @@ func TestOwnersAndConnectionsAreShared(t *testing.T) {
 	}
 	a, b, c := tb.get(lockID{N, "a"}), tb.get(lockID{N, "b"}), tb.get(lockID{N, "c"})
 	same("owner", a.owner, b.owner, c.owner)
-	same("connection", a.connID, b.connID, c.connID, a.waiters[0].connID)
+	same("connection", a.connID, b.connID, c.connID, a.queue()[0].connID)
 
 	ns := names{} // one load
 	la, err := decodeRecord(encodeRecord(a), ns)
@@ -680,5 +688,5 @@ func TestOwnersAndConnectionsAreShared(t *testing.T) {
 		t.Fatal(err)
 	}
 	same("loaded owner", la.owner, lb.owner)
-	same("loaded connection", la.connID, lb.connID, la.waiters[0].connID)
+	same("loaded connection", la.connID, lb.connID, la.queue()[0].connID)
 }
