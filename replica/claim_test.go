@@ -34,6 +34,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
+	raiseLevel(t, n) // CLAIMs are recorded only at the gate's level
 	now := func() int64 { return time.Now().UnixMilli() }
 	hand := func(key string) lockview.Lock {
 		// a holds, b queues, a releases: b holds an unclaimed grant.

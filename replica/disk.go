@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -42,6 +43,10 @@ type diskSM struct {
 
 	mu    sync.RWMutex // Update and RecoverFromSnapshot write; Lookup reads
 	table *statemachine.Table
+	// level mirrors the table's cluster level for the proposers
+	// (Node.ClusterLevel), who must not wait for mu; nil in tests that
+	// build a diskSM alone.
+	level *atomic.Int64
 }
 
 // persistEvery bounds the locks waiting to be written (and so the size of
@@ -64,8 +69,9 @@ func (s *diskSM) Open(<-chan struct{}) (uint64, error) {
 	s.mu.Lock()
 	s.table = t
 	s.mu.Unlock()
+	s.setLevel(t.Level())
 	st := t.Stats()
-	s.log.Info().Uint64("applied", st.Applied).Int("locks", st.Locks).Uint64("fence", st.Fence).Msg("lock table loaded")
+	s.log.Info().Uint64("applied", st.Applied).Int("locks", st.Locks).Uint64("fence", st.Fence).Int("cluster_level", st.Level).Msg("lock table loaded")
 	return st.Applied, nil
 }
 
@@ -78,6 +84,13 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.Lock()
 	t := s.table
 	for i := range entries {
+		if statemachine.IsLevelEntry(entries[i].Cmd) {
+			if err := s.applyLevel(t, &entries[i]); err != nil {
+				s.mu.Unlock()
+				return nil, err
+			}
+			continue
+		}
 		if statemachine.IsBatch(entries[i].Cmd) {
 			rs := t.ApplyBatch(entries[i].Index, entries[i].Cmd)
 			entries[i].Result = sm.Result{Value: uint64(len(rs)), Data: statemachine.EncodeResults(rs)}
@@ -101,6 +114,39 @@ func (s *diskSM) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		s.notify(notes)
 	}
 	return entries, nil
+}
+
+// applyLevel applies a level entry (statemachine/level.go) and says what
+// it did. A level above what this build reads stops the replica: every
+// later entry may use an encoding it does not know, and applying them as
+// malformed would make its table diverge.
+func (s *diskSM) applyLevel(t *statemachine.Table, e *sm.Entry) error {
+	from := t.Level()
+	outcome, level := t.ApplyLevel(e.Index, e.Cmd)
+	code := statemachine.CodeOK
+	switch outcome {
+	case statemachine.LevelRaised:
+		s.setLevel(level)
+		s.log.Info().Int("from", from).Int("to", level).Uint64("index", e.Index).Msg("cluster level raised: every member reads the encodings of this level")
+	case statemachine.LevelUnchanged:
+	case statemachine.LevelRefused:
+		s.log.Warn().Int("level", from).Int("entry", level).Uint64("index", e.Index).Msg("cluster level entry below the applied level ignored: the level never falls")
+	case statemachine.LevelMalformed:
+		code = statemachine.CodeMalformed
+		s.log.Error().Uint64("index", e.Index).Msg("malformed cluster level entry ignored")
+	case statemachine.LevelUnreadable:
+		s.log.Error().Int("level", level).Int("reads_up_to", statemachine.MaxLevel).Uint64("index", e.Index).
+			Msg("the cluster moved to a level this build cannot read: stopping instead of diverging; run a newer build on this data dir")
+		return fmt.Errorf("apply entry %d: cluster level %d: %w", e.Index, level, statemachine.ErrLevelUnreadable)
+	}
+	e.Result = sm.Result{Value: uint64(code), Data: statemachine.EncodeResult(statemachine.Result{Code: code, WaitPosition: -1})}
+	return nil
+}
+
+func (s *diskSM) setLevel(l int) {
+	if s.level != nil {
+		s.level.Store(int64(l))
+	}
 }
 
 // persist writes the locks t changed since the last persist, with the
@@ -196,7 +242,8 @@ func (s *diskSM) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) error {
 	s.mu.Lock()
 	s.table = t
 	s.mu.Unlock()
-	s.log.Info().Uint64("applied", t.Applied()).Int("locks", t.Stats().Locks).Msg("lock table recovered from snapshot")
+	s.setLevel(t.Level())
+	s.log.Info().Uint64("applied", t.Applied()).Int("locks", t.Stats().Locks).Int("cluster_level", t.Level()).Msg("lock table recovered from snapshot")
 	return nil
 }
 

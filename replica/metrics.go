@@ -63,6 +63,9 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			stat(func(s statemachine.Stats) float64 { return float64(s.Fence) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_raft_applied_index", Help: "Index of the last applied entry."},
 			stat(func(s statemachine.Stats) float64 { return float64(s.Applied) })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacoslockd_cluster_level",
+			Help: "Cluster level this replica has applied: the encodings every member reads (statemachine/DESIGN.md, Cluster level)."},
+			func() float64 { return float64(n.ClusterLevel()) }),
 		// Nacos's aliveLockCount, which Nacos never updates; ours is real.
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "nacos_monitor", Help: statemachine.NacosMonitorHelp,
 			ConstLabels: prometheus.Labels{"module": "lock", "name": "aliveLockCount"}},

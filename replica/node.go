@@ -54,8 +54,7 @@ type RaftConfig struct {
 
 	// CoalesceWindow is how long renews in quick succession are collected
 	// into one entry (coalesce.go): 0 picks DefaultCoalesceWindow. Negative
-	// turns batching off altogether: every command is its own entry, as
-	// builds that predate grouped entries need while they are members.
+	// turns batching off altogether: every command is its own entry.
 	CoalesceWindow time.Duration
 }
 
@@ -124,6 +123,9 @@ type Node struct {
 	// session is dragonboat's no-op session: every proposal uses it, and
 	// fetching it per proposal allocated.
 	session *client.Session
+	// level is the cluster level the local replica has applied (diskSM
+	// keeps it): what this node's proposers pick their encodings from.
+	level atomic.Int64
 }
 
 // Start opens the Raft replica over db. notify receives grants to waiters
@@ -135,6 +137,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	cfg = cfg.withDefaults()
 	setDragonboatLogger(log)
 	n := &Node{cfg: cfg, log: log}
+	n.level.Store(statemachine.LevelBaseline)
 	n.m = newNodeMetrics(cfg.Metrics, n)
 	nhc := config.NodeHostConfig{
 		NodeHostDir:       cfg.NodeHostDir,
@@ -168,6 +171,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
 		d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
 		d.m = n.m
+		d.level = &n.level
 		return d
 	}
 	// A replica that has started before restarts from its stored state,
@@ -227,6 +231,31 @@ func (n *Node) Propose(ctx context.Context, cmd statemachine.Command) (statemach
 // ordered queue a command proposed later could overtake it.
 var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
 
+// ErrLevelTooLow is Record's answer for a CLAIM while the cluster level
+// is below statemachine.LevelLeaseAtNow: this build writes CLAIMs only
+// with LeaseAtNow, which a member without the gate refuses, so the claim
+// goes through Raft as its ACQUIRE instead.
+var ErrLevelTooLow = errors.New("raft: the cluster level does not allow this encoding yet")
+
+// ClusterLevel is the cluster level the local replica has applied
+// (statemachine/level.go). It only rises, in log order, so a command
+// encoded for it is behind the level entry that allowed it in the log.
+func (n *Node) ClusterLevel() int { return int(n.level.Load()) }
+
+// ProposeLevel commits a level entry raising the cluster level to level
+// (the version gate's leader loop calls it once every member reads it).
+// The table ignores an entry that would lower the level.
+func (n *Node) ProposeLevel(ctx context.Context, level int) error {
+	data, err := n.proposeEntry(ctx, statemachine.EncodeLevel(level))
+	if err != nil {
+		return fmt.Errorf("propose cluster level %d: %w", level, err)
+	}
+	if r, err := statemachine.DecodeResult(data); err != nil || r.Code != statemachine.CodeOK {
+		return fmt.Errorf("propose cluster level %d: refused (%v, %v)", level, r.Code, err)
+	}
+	return nil
+}
+
 // Record queues cmd behind every command already queued or proposed on
 // this node and returns without waiting for it: a command proposed after
 // Record returns is committed after it, or cmd is not committed at all
@@ -237,6 +266,9 @@ var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
 func (n *Node) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
 	if n.gc == nil {
 		return nil, ErrNotOrdered
+	}
+	if cmd.Op == statemachine.OpClaim && n.ClusterLevel() < statemachine.LevelLeaseAtNow {
+		return nil, ErrLevelTooLow
 	}
 	out, err := n.gc.record(ctx, cmd)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"net"
@@ -15,6 +16,7 @@ import (
 
 	"nacos-lockd/compat"
 	"nacos-lockd/gateway/admin"
+	"nacos-lockd/statemachine"
 )
 
 // peerDirectory maps between cluster.conf addresses, Raft addresses and
@@ -121,7 +123,9 @@ func (d *peerDirectory) alive(ctx context.Context, node string) bool {
 // node (replacing an earlier incarnation at the same address) and returns
 // the replica id it was given. It retries until a member answers.
 func joinCluster(ctx context.Context, cfg Config, d *peerDirectory) (uint64, error) {
-	body, _ := json.Marshal(map[string]any{"address": cfg.Self.Address(), "replace": true})
+	// level: what this build reads; a member refuses a joiner below the
+	// cluster's level (the version gate, gate.go).
+	body, _ := json.Marshal(map[string]any{"address": cfg.Self.Address(), "replace": true, "level": statemachine.MaxLevel})
 	var last error
 	for {
 		for _, m := range cfg.Members {
@@ -131,6 +135,9 @@ func joinCluster(ctx context.Context, cfg Config, d *peerDirectory) (uint64, err
 			id, err := d.requestJoin(ctx, m.Address(), body)
 			if err == nil {
 				return id, nil
+			}
+			if errors.Is(err, errJoinRefused) {
+				return 0, err // asking again, or another member, gets the same answer
 			}
 			last = err
 		}
@@ -167,11 +174,18 @@ func (d *peerDirectory) requestJoin(ctx context.Context, peer string, body []byt
 	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
 		return 0, fmt.Errorf("join via %s: %w", peer, err)
 	}
+	if resp.StatusCode == http.StatusConflict {
+		return 0, fmt.Errorf("%w via %s: %s", errJoinRefused, peer, out.Error)
+	}
 	if resp.StatusCode != http.StatusOK || out.ReplicaID == 0 {
 		return 0, fmt.Errorf("join via %s: %d %s", peer, resp.StatusCode, out.Error)
 	}
 	return out.ReplicaID, nil
 }
+
+// errJoinRefused is a member's refusal of the join itself (the version
+// gate: this build cannot read the cluster's level).
+var errJoinRefused = errors.New("join refused")
 
 // peerClient talks to other members' main ports: health checks and join
 // requests. It does not verify their certificates: a health probe carries

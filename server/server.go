@@ -46,6 +46,7 @@ type Server struct {
 	db        *storage.DB
 	node      *replica.Node
 	peers     *peerDirectory
+	gate      *versionGate
 	gw        *gateway.Server
 	api       *admin.Server
 	authn     *auth.Authenticator
@@ -131,6 +132,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, fmt.Errorf("open storage: %w", err)
 	}
 	cfg.step("storage opened")
+	if err := checkStoredLevel(s.db); err != nil {
+		return nil, err
+	}
 
 	if s.authn, err = newAuthenticator(cfg, log); err != nil {
 		return nil, err
@@ -170,6 +174,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		cfg.Hooks.AttachNode(s.node)
 	}
 	s.peers = newPeerDirectory(cfg.Members, s.httpsMain, cfg.Identity, s.node)
+	s.gate = newVersionGate(s.node, s.peers, [2]string{cfg.Version, cfg.Commit}, log)
 
 	gwCfg := gateway.Config{
 		ListenAddr: net.JoinHostPort("", strconv.Itoa(self.GRPCPort())),
@@ -215,6 +220,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Locks:        s.node, // GET /v1/locks[/{lockType}/{key}], POST .../force-release
 		Connections:  s.gw,   // GET /v1/connections: this node's registered clients
 		Registerer:   reg,    // nacoslockd_admin_force_releases_total
+		Version:      s.gate.advertised,
 	}, s.node, log)
 	cfg.step("admin built")
 	return s, nil
@@ -312,6 +318,7 @@ func (s *Server) Run(ctx context.Context) error {
 		cfg.step("gateway stopped")
 		return err
 	})
+	g.Go(func() error { s.gate.run(gctx); return nil })
 	s.ready.Store(true)
 	st, _ := s.node.Stats()
 	log.Info().Int("main_port", cfg.Self.Port).Int("grpc_port", cfg.Self.GRPCPort()).Int("raft_port", cfg.Self.RaftPort).

@@ -90,7 +90,7 @@ var (
 	CoalesceWindow = declare(Setting{
 		Flag: "coalesce-window", Env: "NACOS_LOCKD_COALESCE_WINDOW",
 		Kind: Duration, Default: DefaultCoalesceWindow, Min: 0, Max: int64(time.Second), Zero: "off",
-		Doc: "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry, which every member must do while nodes older than this build are in the cluster",
+		Doc: "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry",
 	})
 	Transport = declare(Setting{
 		Flag: "transport", Env: "NACOS_LOCKD_TRANSPORT", Kind: String, Default: "grpc",

@@ -33,9 +33,8 @@ import (
 // one per lock; version 5 several per lock, an ACQUIRE only last for its
 // lock. This build writes version 4, or 5 for an entry where a lock has
 // more than one command, and reads all three. A build that predates a
-// version refuses the whole entry as malformed, which is why a
-// mixed-version cluster must run with batching off
-// (RaftConfig.CoalesceWindow < 0, --coalesce-window 0).
+// version refuses the whole entry as malformed; every build from the
+// baseline release on (LevelBaseline, level.go) reads all three.
 // CommandBatchVersion and SharedLockBatchVersion are what a writer
 // picks: 5 only when a lock has more than one command in the entry.
 const (

@@ -84,8 +84,8 @@ var errMalformed = errors.New("malformed command")
 
 // Command flag bits. A build refuses an entry with a bit it does not know
 // (malformed), so a new bit may only be proposed once every replica reads
-// it: LeaseAtNow is written only on CLAIMs, which a cluster proposes only
-// with batching on (see README, Upgrades).
+// it: LeaseAtNow is written only on CLAIMs, which a node records only at
+// cluster level LevelLeaseAtNow (level.go, replica.Node.Record).
 const (
 	flagRetry      = 1
 	flagLeaseAtNow = 2

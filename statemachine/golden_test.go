@@ -225,36 +225,85 @@ func goldenV3Table(t *testing.T) *Table {
 func TestGoldenSnapshotV3(t *testing.T) {
 	path := filepath.Join("testdata", "snapshot-v3.stream")
 	if *updateGolden {
-		var buf bytes.Buffer
-		if err := storage.WriteSnapshotStream(&buf, goldenV3Table(t).WriteSnapshot); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		writeGoldenStream(t, path, goldenV3Table(t))
 	}
 	got := readGoldenStream(t, "snapshot-v3.stream")
+	// Force-released at 6000 with count 2: the first waiter is granted it
+	// (token base 3 + index 15), client-c still waits.
+	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
+		waitq: &[]waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
+	checkTable(t, got, 18, 6100, 21, 3, want)
+	// Same state, same bytes: the golden's content is what this build writes.
+	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
+		t.Fatal("snapshot-v3.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV3 -update if the format changed on purpose, and add a new version instead)")
+	}
+}
+
+// v3Locks is what the format-3 golden's script leaves, with order-1 as
+// given (the script's last steps change it).
+func v3Locks(order1 lockState) []wantLock {
 	var want []wantLock
 	for _, w := range withScriptAcquiredAt(v2Locks()) {
 		switch w.id {
 		case lockID{N, "imported-expired"}:
 			w.l.acquiredAt = 900 // handed to its first waiter at the import
 		case lockID{R, "order-1"}:
-			// Force-released at 6000 with count 2: the first waiter is
-			// granted it (token base 3 + index 15), client-c still waits.
-			w.l = lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36000, token: 18, acquiredAt: 6000, unclaimed: true,
-				waitq: &[]waiter{{"client-c", "conn-C", 1300, 51300, 20000}}}
+			w.l = order1
 		}
 		want = append(want, w)
 	}
-	want = append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
-	checkTable(t, got, 18, 6100, 21, 3, want)
-	// Same state, same bytes: the golden's content is what this build writes.
-	if content := goldenContent(t, path); !bytes.Equal(content, goldenV3Table(t).StateBytes()) {
-		t.Fatal("snapshot-v3.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV3 -update if the format changed on purpose, and add a new version instead)")
+	return append(want, wantLock{lockID{N, "after-v3"}, lockState{owner: "o3", connID: "conn-G", count: 1, leaseEnd: 66100, token: 21, acquiredAt: 6100}})
+}
+
+// goldenV4Table is the format-3 golden's table after a level entry (index
+// 19) and a CLAIM with LeaseAtNow, which that level allows (index 20):
+// format 4 is written only above the baseline level.
+func goldenV4Table(t *testing.T) *Table {
+	t.Helper()
+	tb := goldenV3Table(t)
+	if o, _ := tb.ApplyLevel(19, EncodeLevel(LevelGate)); o != LevelRaised {
+		t.Fatalf("level entry: %v", o)
 	}
-	if SnapshotVersion != 3 {
-		t.Fatal("a new format needs its own golden: keep snapshot-v3.stream and add snapshot-vN")
+	// order-1 was handed to client-b unclaimed with token 18 (format 3's
+	// script); the claim answered from a read at clock 6200.
+	claim := Command{Op: OpClaim, NowMs: 6200, Kind: R, Key: "order-1", Owner: "client-b", ConnID: "conn-B", LeaseMs: 30000, Token: 18, LeaseAtNow: true}
+	if r := tb.Apply(20, claim); r.Code != CodeOK {
+		t.Fatalf("claim: %v", r.Code)
+	}
+	return tb
+}
+
+// Format 4 (current): format 3 with the cluster level.
+func TestGoldenSnapshotV4(t *testing.T) {
+	path := filepath.Join("testdata", "snapshot-v4.stream")
+	if *updateGolden {
+		writeGoldenStream(t, path, goldenV4Table(t))
+	}
+	got := readGoldenStream(t, "snapshot-v4.stream")
+	if got.Level() != LevelGate {
+		t.Fatalf("level %d, want %d", got.Level(), LevelGate)
+	}
+	// order-1 claimed by client-b: its lease runs from the read's clock.
+	want := v3Locks(lockState{owner: "client-b", connID: "conn-B", count: 1, leaseEnd: 36200, token: 18, acquiredAt: 6000,
+		waitq: &[]waiter{{"client-c", "conn-C", 1300, 51300, 20000}}})
+	checkTable(t, got, 20, 6200, 21, 3, want)
+	if content := goldenContent(t, path); !bytes.Equal(content, goldenV4Table(t).StateBytes()) {
+		t.Fatal("snapshot-v4.stream content differs from what this build writes for the same state (run go test ./statemachine -run GoldenSnapshotV4 -update if the format changed on purpose, and add a new version instead)")
+	}
+	if SnapshotVersion != 4 {
+		t.Fatal("a new format needs its own golden: keep snapshot-v4.stream and add snapshot-vN")
+	}
+}
+
+// writeGoldenStream writes tb as a Raft snapshot stream golden (-update).
+func writeGoldenStream(t *testing.T, path string, tb *Table) {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := storage.WriteSnapshotStream(&buf, tb.WriteSnapshot); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -281,7 +330,7 @@ func goldenContent(t *testing.T, path string) []byte {
 }
 
 func FuzzReadSnapshot(f *testing.F) {
-	for _, name := range []string{"snapshot-v1.zip", "snapshot-v2.stream", "snapshot-v3.stream"} {
+	for _, name := range []string{"snapshot-v1.zip", "snapshot-v2.stream", "snapshot-v3.stream", "snapshot-v4.stream"} {
 		b, err := os.ReadFile(filepath.Join("testdata", name))
 		if err != nil {
 			f.Fatal(err)
@@ -302,10 +351,15 @@ func FuzzReadSnapshot(f *testing.F) {
 			return
 		}
 		checkInvariants(t, tb)
-		// Whatever is accepted is written back in the current format and
-		// reads back as the same state.
+		// Whatever is accepted is written back in the current format for
+		// its level (3 at the baseline, else 4) and reads back as the same
+		// state.
+		want := BaselineSnapshotVersion
+		if tb.level > LevelBaseline {
+			want = SnapshotVersion
+		}
 		again, v, err := ReadSnapshot(bytes.NewReader(tb.StateBytes()))
-		if err != nil || v != SnapshotVersion || !bytes.Equal(again.StateBytes(), tb.StateBytes()) {
+		if err != nil || v != want || !bytes.Equal(again.StateBytes(), tb.StateBytes()) {
 			t.Fatalf("version %d accepted but does not round trip: %v", version, err)
 		}
 		// Its tokens stay below every later grant.

@@ -59,6 +59,8 @@ type Stats struct {
 	// TokenBase is added to a granting entry's index to make its token
 	// (non-zero after an import or a restore).
 	TokenBase uint64
+	// Level is the cluster level (level.go).
+	Level int
 }
 
 // Lookup answers one of the query values in this file, as the replica's
@@ -74,6 +76,8 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 		return ok && l.unclaimed && l.owner != q.Owner, nil
 	case StatsQuery:
 		return t.Stats(), nil
+	case LevelQuery:
+		return t.level, nil
 	case NodesQuery:
 		return t.Nodes(), nil
 	case ConnsQuery:
@@ -129,7 +133,7 @@ func (t *Table) view(l *lockState) lockview.Lock {
 
 // Stats reports table-wide figures.
 func (t *Table) Stats() Stats {
-	return Stats{Locks: t.locks.Len(), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase}
+	return Stats{Locks: t.locks.Len(), Held: t.held, Queued: t.queued, Applied: t.applied, Clock: t.clock, Fence: t.fence, TokenBase: t.tokenBase, Level: t.level}
 }
 
 // NodesQuery asks which nodes hold connections the table references

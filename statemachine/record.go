@@ -19,6 +19,9 @@ var (
 	// keyTokenBase holds Table.tokenBase (absent means 0). It changes only
 	// when a whole table is installed (import, restore, snapshot recovery).
 	keyTokenBase = []byte("m/tokenbase")
+	// keyLevel holds Table.level (absent means LevelBaseline); written
+	// only once a level entry raised it.
+	keyLevel = []byte("m/level")
 )
 
 func lockKey(id lockID) []byte {

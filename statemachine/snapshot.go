@@ -18,6 +18,12 @@ import (
 //	v2: as v1 with uvarint token base after the fence.
 //	v3: as v2; every record is record version 2 (with the grant's
 //	    acquiredAt). v1 and v2 hold version 1 records only.
+//	v4: as v3 with uvarint cluster level after the token base.
+//
+// A writer writes v4 only for a table whose cluster level is above the
+// baseline, and v3 otherwise: snapshots are streamed to lagging members,
+// and while the level is the baseline some member may be a build that
+// reads v3 at most (v3 then means level LevelBaseline).
 //
 // Same state, same bytes: records come from one ordered read. Readers for
 // every version ever written stay here, each building the current table;
@@ -25,8 +31,12 @@ import (
 // Writers only write the current version.
 const (
 	snapshotMagic = "nacos-lockd-locks\n"
-	// SnapshotVersion is the format this build writes.
-	SnapshotVersion = 3
+	// SnapshotVersion is the newest format this build writes (for a
+	// table above the baseline level; BaselineSnapshotVersion otherwise).
+	SnapshotVersion = 4
+	// BaselineSnapshotVersion is what a table at LevelBaseline is
+	// written in: the newest format builds without the gate read.
+	BaselineSnapshotVersion = 3
 	// maxSnapshotField bounds a single key or record read from a snapshot so
 	// a corrupt length cannot make us allocate gigabytes.
 	maxSnapshotField = 64 << 20
@@ -34,14 +44,20 @@ const (
 	maxTokenBase = 1 << 62
 )
 
-// snapshotVersion is kept for the writers that name it.
-const snapshotVersion = SnapshotVersion
-
 type snapshotMeta struct {
 	applied   uint64
 	clock     int64
 	fence     uint64
 	tokenBase uint64 // v2
+	level     int    // v4; LevelBaseline before
+}
+
+// version is the format meta's table is written in.
+func (m snapshotMeta) version() uint64 {
+	if m.level > LevelBaseline {
+		return SnapshotVersion
+	}
+	return BaselineSnapshotVersion
 }
 
 // writeSnapshot streams the header and the records produced by each, which
@@ -49,11 +65,15 @@ type snapshotMeta struct {
 func writeSnapshot(w io.Writer, meta snapshotMeta, each func(emit func(key, rec []byte) error) error) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var n uint64
-	b := binary.AppendUvarint([]byte(snapshotMagic), snapshotVersion)
+	version := meta.version()
+	b := binary.AppendUvarint([]byte(snapshotMagic), version)
 	b = binary.AppendUvarint(b, meta.applied)
 	b = binary.AppendVarint(b, meta.clock)
 	b = binary.AppendUvarint(b, meta.fence)
 	b = binary.AppendUvarint(b, meta.tokenBase)
+	if version >= 4 {
+		b = binary.AppendUvarint(b, uint64(meta.level))
+	}
 	if _, err := bw.Write(b); err != nil {
 		return fmt.Errorf("write snapshot header: %w", err)
 	}
@@ -104,6 +124,8 @@ func readSnapshotVersion(r io.Reader) (*Table, uint64, error) {
 		t, err = readSnapshotV2(br)
 	case 3:
 		t, err = readSnapshotV3(br)
+	case 4:
+		t, err = readSnapshotV4(br)
 	default:
 		return nil, version, fmt.Errorf("%w: snapshot format version %d is newer than this build understands (it reads 1 to %d)", errMalformed, version, SnapshotVersion)
 	}
@@ -159,7 +181,28 @@ func readSnapshotV3(br *bufio.Reader) (*Table, error) {
 	return t, readRecords(br, t, 2)
 }
 
-// readMetaWithBase reads the table header of formats 2 and 3.
+// readSnapshotV4 reads format 4: format 3 with the cluster level after
+// the token base. Only a table above the baseline is written in it.
+func readSnapshotV4(br *bufio.Reader) (*Table, error) {
+	t, err := readMetaWithBase(br)
+	if err != nil {
+		return nil, err
+	}
+	l, err := binary.ReadUvarint(br)
+	if err != nil {
+		return nil, fmt.Errorf("%w: snapshot cluster level: %v", errMalformed, err)
+	}
+	if l <= LevelBaseline {
+		return nil, fmt.Errorf("%w: snapshot format 4 at cluster level %d (written only above %d)", errMalformed, l, LevelBaseline)
+	}
+	if err := checkLevel(l); err != nil {
+		return nil, err
+	}
+	t.level = int(l)
+	return t, readRecords(br, t, 2)
+}
+
+// readMetaWithBase reads the table header of formats 2 to 4.
 func readMetaWithBase(br *bufio.Reader) (*Table, error) {
 	t := NewTable()
 	var err error

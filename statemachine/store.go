@@ -27,7 +27,7 @@ type Store interface {
 // store, or one written before the key existed).
 func readStoredMeta(r StoreReader) (snapshotMeta, error) {
 	var m snapshotMeta
-	var clock uint64
+	var clock, level uint64
 	fields := []struct {
 		key []byte
 		dst *uint64
@@ -36,6 +36,7 @@ func readStoredMeta(r StoreReader) (snapshotMeta, error) {
 		{keyClock, &clock},
 		{keyFence, &m.fence},
 		{keyTokenBase, &m.tokenBase},
+		{keyLevel, &level},
 	}
 	err := r.Scan([]byte{metaPrefix}, func(key, val []byte) error {
 		for _, f := range fields {
@@ -54,6 +55,13 @@ func readStoredMeta(r StoreReader) (snapshotMeta, error) {
 		return m, err
 	}
 	m.clock = int64(clock)
+	m.level = LevelBaseline
+	if level != 0 {
+		if level > 1<<20 {
+			return m, fmt.Errorf("read %s: %w: %d out of range", keyLevel, errMalformed, level)
+		}
+		m.level = int(level)
+	}
 	if m.tokenBase > maxTokenBase {
 		return m, fmt.Errorf("read %s: %w: %d out of range", keyTokenBase, errMalformed, m.tokenBase)
 	}
@@ -70,8 +78,11 @@ func loadStoreFrom(r StoreReader) (*Table, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkLevel(uint64(m.level)); err != nil {
+		return nil, err
+	}
 	t := NewTable()
-	t.applied, t.clock, t.fence, t.tokenBase = m.applied, m.clock, m.fence, m.tokenBase
+	t.applied, t.clock, t.fence, t.tokenBase, t.level = m.applied, m.clock, m.fence, m.tokenBase, m.level
 	var locks []storedLock
 	ns := names{}
 	err = r.Scan([]byte{lockPrefix}, func(key, val []byte) error {
@@ -103,7 +114,10 @@ func (t *Table) StoredPairs(put func(key, val []byte) error) error {
 	for _, kv := range []struct {
 		k []byte
 		v uint64
-	}{{keyClock, uint64(t.clock)}, {keyFence, t.fence}, {keyTokenBase, t.tokenBase}, {keyApplied, t.applied}} {
+	}{{keyClock, uint64(t.clock)}, {keyFence, t.fence}, {keyTokenBase, t.tokenBase}, {keyLevel, uint64(t.level)}, {keyApplied, t.applied}} {
+		if bytes.Equal(kv.k, keyLevel) && kv.v == LevelBaseline {
+			continue // absent is the baseline (see keyLevel)
+		}
 		if err := put(kv.k, encodeUint(kv.v)); err != nil {
 			return err
 		}
@@ -190,7 +204,7 @@ var errStop = errors.New("stop")
 // WriteSnapshot writes t as snapshot content (the "lock" entry of a
 // nacos_lock.zip archive) in the current format.
 func (t *Table) WriteSnapshot(w io.Writer) error {
-	return writeSnapshot(w, snapshotMeta{applied: t.applied, clock: t.clock, fence: t.fence, tokenBase: t.tokenBase}, t.eachRecord)
+	return writeSnapshot(w, snapshotMeta{applied: t.applied, clock: t.clock, fence: t.fence, tokenBase: t.tokenBase, level: t.level}, t.eachRecord)
 }
 
 // ReadSnapshot parses snapshot content of any format version this build

@@ -125,8 +125,12 @@ type Table struct {
 	// from Nacos, a restore) gets the fence of what it was given, so
 	// every later grant's token is above every token handed out before.
 	tokenBase uint64
-	held      int // number of held locks
-	queued    int // number of queued waiters
+	// level is the cluster level (level.go): which encodings every
+	// member reads. LevelBaseline until a level entry raises it.
+	level      int
+	levelDirty bool // level changed since the last WriteChanges
+	held       int  // number of held locks
+	queued     int  // number of queued waiters
 
 	dirty map[lockID]struct{} // locks changed since takeDirty
 	notes []Notification      // grants to waiters since takeNotifications
@@ -139,6 +143,7 @@ func NewTable() *Table {
 		conns:  make(map[string]map[*lockState]int32),
 		leases: btree.NewG(32, byLease),
 		dirty:  make(map[lockID]struct{}),
+		level:  LevelBaseline,
 	}
 }
 
@@ -160,6 +165,12 @@ func (t *Table) token(index uint64) uint64 { return t.tokenBase + index }
 // ApplyEncoded decodes and applies one log entry. An entry that does not
 // decode gets CodeMalformed, identically on every replica.
 func (t *Table) ApplyEncoded(index uint64, data []byte) Result {
+	if IsLevelEntry(data) {
+		if o, _ := t.ApplyLevel(index, data); o == LevelMalformed || o == LevelUnreadable {
+			return refused(CodeMalformed)
+		}
+		return Result{Code: CodeOK, WaitPosition: -1}
+	}
 	cmd, err := DecodeCommand(data)
 	if err != nil {
 		t.applied = index
@@ -616,6 +627,12 @@ func (t *Table) WriteChanges(w ChangeWriter) {
 	}
 	w.Set(keyClock, encodeUint(uint64(t.clock)))
 	w.Set(keyFence, encodeUint(t.fence))
+	if t.levelDirty {
+		// Only once it rose: a store without the key is at the baseline,
+		// and a build without the gate never sees the key before that.
+		w.Set(keyLevel, encodeUint(uint64(t.level)))
+		t.levelDirty = false
+	}
 	w.Set(keyApplied, encodeUint(t.applied))
 }
 

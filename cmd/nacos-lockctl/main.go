@@ -29,6 +29,8 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"nacos-lockd/gateway/admin/adminapi"
 )
 
 func main() {
@@ -161,7 +163,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case len(sub) == 1 && sub[0] == "list":
 		return c.list(ctx)
 	case len(sub) == 2 && sub[0] == "add":
-		return c.change(ctx, http.MethodPost, "/v1/cluster/members", map[string]string{"address": sub[1]}, "added")
+		// The level: what a node of this release reads (the server refuses a
+		// member below the cluster's level; the node's --join is checked again).
+		return c.change(ctx, http.MethodPost, "/v1/cluster/members", map[string]any{"address": sub[1], "level": adminapi.BuildLevel}, "added")
 	case len(sub) == 2 && sub[0] == "remove":
 		return c.change(ctx, http.MethodDelete, "/v1/cluster/members/"+url.PathEscape(sub[1]), nil, "removed")
 	}

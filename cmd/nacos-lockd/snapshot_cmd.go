@@ -107,7 +107,9 @@ func snapshotInspect(args []string, stdout, stderr io.Writer) error {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(&out, "format: nacos-lockd snapshot, version %d (this build writes %d)\n", version, statemachine.SnapshotVersion)
+			fmt.Fprintf(&out, "format: nacos-lockd snapshot, version %d (this build writes %d, or %d for a table above cluster level %d)\n",
+				version, statemachine.BaselineSnapshotVersion, statemachine.SnapshotVersion, statemachine.LevelBaseline)
+			fmt.Fprintf(&out, "cluster level: %d\n", t.Level())
 			writeTableSummary(&out, t, *keys)
 			return nil
 		}

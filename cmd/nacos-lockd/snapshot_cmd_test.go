@@ -371,7 +371,7 @@ func TestSnapshotInspect(t *testing.T) {
 	atFixtureTime(t)
 	sm := filepath.Join("..", "..", "statemachine", "testdata")
 	for file, wants := range map[string][]string{
-		filepath.Join(sm, "snapshot-v1.zip"):    {"version 1 (this build writes 3)", "not recorded, not verified", "applied index: 14", "fence: 13", "token base: 0", "locks: 6 held (1 handed"},
+		filepath.Join(sm, "snapshot-v1.zip"):    {"version 1 (this build writes 3, or 4 for a table above cluster level 1)", "cluster level: 1", "not recorded, not verified", "applied index: 14", "fence: 13", "token base: 0", "locks: 6 held (1 handed"},
 		filepath.Join(sm, "snapshot-v2.stream"): {"version 2", "verified (stream checksum record)", "fence: 16", "token base: 3", `lock NACOS_LOCK "imported-legacy" owner="legacy-migrated"`},
 		nacosFixture("gen1-concurrenthashmap"):  {"Nacos lock snapshot, Gen 1, java.util.concurrent.ConcurrentHashMap of 6 entries", "would keep 2 locks", `lock NACOS_LOCK "held-live"`},
 	} {

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/gateway/auth"
 )
 
@@ -74,7 +75,17 @@ type Config struct {
 	// Registerer is where the API registers its series (force releases);
 	// nil records none.
 	Registerer prometheus.Registerer
+	// Version serves GET /v1/cluster/version (what this build reads, the
+	// applied cluster level) and, when set, makes adding a member check
+	// that the member reads the cluster's level. Nil leaves both out.
+	Version func() adminapi.Version
 }
+
+// BaselineLevel is the level of a member that does not say what it reads:
+// a join request without "level" (a build without the version gate, or
+// nacos-lockctl, which cannot vouch for the build), counted as the oldest
+// build an upgrade may start from (statemachine.LevelBaseline).
+const BaselineLevel = 1
 
 // Server serves the admin API.
 type Server struct {
@@ -102,6 +113,13 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 	s.mux.HandleFunc("GET /v1/cluster/members", s.admin(s.listMembers))
 	s.mux.HandleFunc("POST /v1/cluster/members", s.adminOrPeer(s.addMember))
 	s.mux.HandleFunc("DELETE /v1/cluster/members/{address}", s.admin(s.removeMember))
+	if cfg.Version != nil {
+		// Members poll each other here (the leader's version gate), with
+		// the server identity as for joins.
+		s.mux.HandleFunc("GET /v1/cluster/version", s.adminOrPeer(func(w http.ResponseWriter, _ *http.Request) {
+			writeJSON(w, http.StatusOK, cfg.Version())
+		}))
+	}
 	s.mux.HandleFunc("GET /v1/log/level", s.admin(s.logLevel))
 	s.mux.HandleFunc("PUT /v1/log/level", s.admin(s.setLogLevel))
 	if cfg.Metrics != nil {
@@ -175,6 +193,9 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Address string `json:"address"`
 		Replace bool   `json:"replace"`
+		// Level is the highest cluster level the joining build reads; a
+		// joiner that predates the version gate does not send it.
+		Level *int `json:"level"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096)).Decode(&req); err != nil {
 		writeError(w, http.StatusBadRequest, fmt.Errorf("body must be {\"address\":\"ip:port\"}: %w", err))
@@ -191,6 +212,25 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		writeError(w, http.StatusServiceUnavailable, err)
 		return
+	}
+	// After the membership read: it is linearizable, so this replica has
+	// applied every level entry committed before the request.
+	if s.cfg.Version != nil {
+		reads := BaselineLevel
+		if req.Level != nil {
+			reads = *req.Level
+		}
+		if level := s.cfg.Version().ClusterLevel; reads < level {
+			// A member that cannot read the log's encodings would apply
+			// them as malformed and diverge: refuse it before Raft knows it.
+			err := fmt.Errorf("%s cannot join: the cluster is at level %d and the joining build reads up to level %d; run a build that reads level %d", m.Address, level, reads, level)
+			if req.Level == nil {
+				err = fmt.Errorf("%s cannot join: the cluster is at level %d, and a join request without \"level\" (a build older than the version gate, or its nacos-lockctl) counts as level %d; start the new node, of a build that reads level %d, with --join, which adds it itself", m.Address, level, BaselineLevel, level)
+			}
+			s.log.Warn().Err(err).Msg("join refused")
+			writeError(w, http.StatusConflict, err)
+			return
+		}
 	}
 	if id, ok := memberAt(members, m.RaftAddress); ok {
 		if !req.Replace {

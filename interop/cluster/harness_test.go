@@ -44,6 +44,26 @@ type cluster struct {
 // added later) and starts the first n.
 func newCluster(t *testing.T, n, spare int, props map[string]string) *cluster {
 	t.Helper()
+	c := newStoppedCluster(t, n, spare, props)
+	c.startAll(n)
+	return c
+}
+
+// startAll starts the first n nodes and waits until each is ready.
+func (c *cluster) startAll(n int) {
+	c.t.Helper()
+	for i := range n {
+		c.startAsync(i)
+	}
+	for i := range n {
+		c.waitReady(i)
+	}
+}
+
+// newStoppedCluster is newCluster without the start, for a test that
+// sets up its nodes first (the binary they run).
+func newStoppedCluster(t *testing.T, n, spare int, props map[string]string) *cluster {
+	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir()}
 	c.conf = filepath.Join(c.dir, "cluster.conf")
 	c.props = filepath.Join(c.dir, "application.properties")
@@ -65,12 +85,6 @@ func newCluster(t *testing.T, n, spare int, props map[string]string) *cluster {
 			"--cluster-conf", c.conf, "--ip", "127.0.0.1", "--config", c.props)})
 	}
 	c.writeConf(n)
-	for i := range n {
-		c.startAsync(i)
-	}
-	for i := range n {
-		c.waitReady(i)
-	}
 	return c
 }
 

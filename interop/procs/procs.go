@@ -135,6 +135,10 @@ type Node struct {
 	DataDir string // --data-dir
 	Args    []string
 	LogPath string // stderr of the latest start
+	// Bin, if set, is the binary to run instead of this module's
+	// nacos-lockd (an older release, in the upgrade test). It may change
+	// between starts.
+	Bin string
 	// Wrap, if set, is a command line the binary and its arguments are
 	// appended to (e.g. unshare into a mount namespace); it must exec the
 	// binary, so that signals reach the server.
@@ -169,7 +173,10 @@ func New(tb testing.TB, port int, dataDir string, args ...string) *Node {
 // Start launches the process and returns without waiting for ready.
 func (n *Node) Start(extra ...string) {
 	n.tb.Helper()
-	bin := Binary(n.tb, "nacos-lockd")
+	bin := n.Bin
+	if bin == "" {
+		bin = Binary(n.tb, "nacos-lockd")
+	}
 	n.starts++
 	dir := filepath.Dir(n.DataDir)
 	n.LogPath = filepath.Join(dir, fmt.Sprintf("%s-start%d.log", filepath.Base(n.DataDir), n.starts))

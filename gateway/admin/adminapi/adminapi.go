@@ -43,3 +43,45 @@ type Waiter struct {
 	Deadline     string `json:"deadline"`
 	TimeLeftMs   int64  `json:"timeLeftMs"`
 }
+
+// BuildLevel is the highest cluster level this release reads
+// (statemachine.MaxLevel; package server's tests keep the two equal).
+// nacos-lockctl's cluster add sends it: the tool vouches for a new node of
+// its own release, and the node's own --join request is checked again.
+const BuildLevel = 2
+
+// Versions is what a build reads (statemachine.Versions): the cluster
+// level it adds up to and the highest command, batch frame, record and
+// snapshot versions.
+type Versions struct {
+	Level    int `json:"level"`
+	Command  int `json:"command"`
+	Frame    int `json:"frame"`
+	Record   int `json:"record"`
+	Snapshot int `json:"snapshot"`
+}
+
+// Version is GET /v1/cluster/version: what this node's build reads, which
+// the leader's version gate polls from every member, and the cluster level
+// its replica has applied. On the leader, Members is the gate's latest
+// poll.
+type Version struct {
+	Build        string          `json:"build"`
+	Commit       string          `json:"commit"`
+	Reads        Versions        `json:"reads"`
+	ClusterLevel int             `json:"clusterLevel"`
+	Members      []MemberVersion `json:"members,omitempty"`
+}
+
+// MemberVersion is one member as the leader's version gate last polled
+// it: what it advertised, or that it does not advertise (a build without
+// the gate, counted as the baseline level) or did not answer.
+type MemberVersion struct {
+	ReplicaID  uint64    `json:"replicaId"`
+	Address    string    `json:"address"`
+	Advertised bool      `json:"advertised"`
+	Level      int       `json:"level"` // the level the gate counts it at; 0 when it did not answer
+	Build      string    `json:"build,omitempty"`
+	Reads      *Versions `json:"reads,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
