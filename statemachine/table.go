@@ -318,7 +318,7 @@ func (t *Table) claim(index uint64, cmd Command) Result {
 	if !ok {
 		return refused(CodeNotFound)
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l)
 	if l.owner != cmd.Owner || !l.unclaimed || l.token != cmd.Token {
@@ -333,7 +333,7 @@ func (t *Table) release(index uint64, cmd Command) Result {
 	if !ok {
 		return refused(CodeNotFound)
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l)
 	switch {
@@ -357,7 +357,7 @@ func (t *Table) renew(index uint64, cmd Command) Result {
 	if !ok {
 		return refused(CodeNotFound) // no zombie entry for a missing key
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	// A lease that is over stays over: settle frees it before the owner
 	// check, so a late RENEW cannot resurrect it.
@@ -379,7 +379,7 @@ func (t *Table) cancelWait(index uint64, cmd Command) Result {
 	if !ok {
 		return Result{Code: CodeOK, WaitPosition: -1}
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l)
 	l.removeWaiter(cmd.Owner)
@@ -397,7 +397,7 @@ func (t *Table) expire(index uint64, cmd Command) Result {
 	if !ok {
 		return refused(CodeNotExpired)
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	// Only the lease the reaper saw may be ended, and only once the table
 	// clock is past it: a renew or a new grant committed first wins.
@@ -418,7 +418,7 @@ func (t *Table) cleanup(index uint64, cmd Command) Result {
 	slices.SortFunc(locks, func(a, b *lockState) int { return compareIDs(a.id(), b.id()) }) // map order must not reach state
 	for _, l := range locks {
 		id := l.id()
-		t.unindex(id, l)
+		t.unindex(l)
 		l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return w.connID == cmd.ConnID }))
 		if l.held() && l.connID == cmd.ConnID {
 			l.free() // whatever the reentrant count: the connection is gone
@@ -440,7 +440,7 @@ func (t *Table) forceRelease(index uint64, cmd Command) Result {
 	if !ok {
 		return refused(CodeNotFound)
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l) // a lease already over is not force-released, it expired
 	switch {
@@ -535,7 +535,7 @@ func (t *Table) edit(id lockID) *lockState {
 		t.locks.ReplaceOrInsert(l)
 		return l
 	}
-	t.unindex(id, l)
+	t.unindex(l)
 	return l
 }
 
@@ -564,7 +564,7 @@ func (t *Table) index(l *lockState) {
 	}
 }
 
-func (t *Table) unindex(_ lockID, l *lockState) {
+func (t *Table) unindex(l *lockState) {
 	if l.held() {
 		t.held--
 		t.leases.Delete(l)
@@ -680,7 +680,7 @@ func (t *Table) putAll(locks []storedLock) {
 // put installs a decoded lock (loading from storage or a snapshot).
 func (t *Table) put(id lockID, l *lockState) {
 	if old, ok := t.find(id); ok {
-		t.unindex(id, old)
+		t.unindex(old)
 	}
 	l.kind, l.key = id.kind, id.key
 	t.locks.ReplaceOrInsert(l) // replaces old, which has the same id

@@ -534,9 +534,6 @@ func checkInvariants(tb testing.TB, t *Table) {
 		conns[c][l]++
 	}
 	for id, l := range t.lockMap() {
-		if l.id() != id {
-			tb.Fatalf("%v: lock says it is %v", id, l.id())
-		}
 		if !l.held() && len(l.queue()) == 0 {
 			tb.Fatalf("%v: free lock with no waiters kept", id)
 		}
