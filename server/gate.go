@@ -32,6 +32,12 @@ import (
 // next poll.
 const gatePoll = time.Second
 
+// settledPolls is how many ticks apart the leader polls once the cluster
+// is at this build's level: there is nothing left to raise, and the poll
+// (a new HTTP connection to every member) only refreshes the members'
+// answers that GET /v1/cluster/version shows.
+const settledPolls = 30
+
 // gateNode is what the gate needs of the replica.
 type gateNode interface {
 	IsLeader() bool
@@ -78,8 +84,8 @@ func readsJSON(v statemachine.Versions) adminapi.Versions {
 func (g *versionGate) run(ctx context.Context) {
 	t := time.NewTicker(gatePoll)
 	defer t.Stop()
-	for {
-		if g.node.IsLeader() {
+	for tick := 0; ; tick++ {
+		if g.node.IsLeader() && g.pollDue(tick) {
 			if err := g.check(ctx); err != nil && ctx.Err() == nil {
 				g.log.Debug().Err(err).Msg("version gate poll")
 			}
@@ -90,6 +96,12 @@ func (g *versionGate) run(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// pollDue reports whether the leader polls at this tick: every tick while
+// the level can still rise, every settledPolls-th once it is this build's.
+func (g *versionGate) pollDue(tick int) bool {
+	return g.node.ClusterLevel() < statemachine.MaxLevel || tick%settledPolls == 0
 }
 
 // check polls every member once and raises the level if all of them read

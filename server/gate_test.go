@@ -85,6 +85,26 @@ func TestVersionGateRaisesOnlyWhenEveryMemberReads(t *testing.T) {
 // What a member answers decides how the gate counts it: an advertisement
 // at its level, a 404 (a build without the gate) at the baseline,
 // anything else not at all.
+func TestVersionGatePollsSeldomOnceSettled(t *testing.T) {
+	node := &fakeGateNode{level: statemachine.LevelBaseline}
+	g := newVersionGate(node, nil, [2]string{}, zerolog.Nop())
+	for tick := range 2 * settledPolls {
+		if !g.pollDue(tick) {
+			t.Fatalf("below this build's level, tick %d is skipped", tick)
+		}
+	}
+	node.level = statemachine.MaxLevel
+	due := 0
+	for tick := range 3 * settledPolls {
+		if g.pollDue(tick) {
+			due++
+		}
+	}
+	if due != 3 {
+		t.Fatalf("at this build's level, %d polls in %d ticks, want 3", due, 3*settledPolls)
+	}
+}
+
 func TestMemberVersion(t *testing.T) {
 	var status int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
