@@ -157,6 +157,8 @@ func FuzzApplyCommand(f *testing.F) {
 			f.Add(e)
 		}
 	}
+	f.Add(EncodeLevel(LevelGate))
+	f.Add(EncodeLevel(MaxLevel + 1))
 	base := randomCommands(6, 300)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if IsBatch(data) { // a coalesced entry
@@ -177,6 +179,29 @@ func FuzzApplyCommand(f *testing.F) {
 			}
 			if back, err := DecodeResults(EncodeResults(rs)); rs != nil && (err != nil || fmt.Sprint(back) != fmt.Sprint(rs)) {
 				t.Fatalf("results round trip: %v %v", back, err)
+			}
+			checkInvariants(t, tb)
+			return
+		}
+		if IsLevelEntry(data) { // a cluster level entry: only the level may change
+			tb := NewTable()
+			for i, bc := range base {
+				tb.Apply(uint64(i+1), bc)
+			}
+			before := tb.Stats()
+			res := tb.ApplyEncoded(uint64(len(base)+1), data)
+			l, err := DecodeLevel(data)
+			valid := err == nil && l <= MaxLevel
+			if valid != (res.Code == CodeOK) {
+				t.Fatalf("level entry (level %d, %v) gave %+v", l, err, res)
+			}
+			after := tb.Stats()
+			after.Applied, after.Level = before.Applied, before.Level
+			if after != before {
+				t.Fatalf("a level entry changed more than the level: %+v -> %+v", before, tb.Stats())
+			}
+			if want := max(before.Level, l); valid && tb.Level() != want {
+				t.Fatalf("level %d after an entry of %d, want %d", tb.Level(), l, want)
 			}
 			checkInvariants(t, tb)
 			return
