@@ -64,6 +64,7 @@ type conn struct {
 	recvUnacked         uint32 // DATA bytes read but not yet returned to the client
 	pendingReq          int    // bytes of unary requests buffered whose handler has not started
 	settingsSinceStream int
+	maxSeen             uint32 // highest stream id the client has used
 	hdec                *hpack.Decoder
 	hdr                 requestHeaders // the header block being read
 
@@ -464,7 +465,9 @@ func (c *conn) onFrame(f http2.Frame) error {
 	switch f := f.(type) {
 	case *http2.HeadersFrame:
 		c.settingsSinceStream = 0
-		c.hdr = requestHeaders{id: f.StreamID, endStream: f.StreamEnded()}
+		// A block on a stream the client has used is that stream's
+		// trailers (or arrives after its end).
+		c.hdr = requestHeaders{id: f.StreamID, endStream: f.StreamEnded(), trailers: f.StreamID <= c.maxSeen}
 		return c.onHeaderFragment(f.HeaderBlockFragment(), f.HeadersEnded())
 	case *http2.ContinuationFrame:
 		// The Framer has checked it continues the block being read.
@@ -590,95 +593,32 @@ func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
 	return nil
 }
 
-// requestHeaders are the fields of a request's header block that we use.
-type requestHeaders struct {
-	id                                     uint32
-	endStream                              bool
-	frames                                 int    // HEADERS and CONTINUATION frames of the block
-	encoded                                int    // bytes of the block as sent
-	size                                   uint32 // decoded size as HTTP/2 counts it (name + value + 32 per field)
-	truncated                              bool   // over MaxHeaderListSize: the call is refused
-	method, path, ctype, timeout, encoding string
-}
-
-// maxHeaderFrames bounds the frames of one header block: HTTP/2 frames
-// carry at least 16 KiB, so a block within any sane limit needs a few; a
-// flood of (empty) CONTINUATION frames is closed early.
-const maxHeaderFrames = 64
-
-// onHeaderFragment decodes a piece of a header block as it arrives and,
-// at its end, opens the stream.
-func (c *conn) onHeaderFragment(frag []byte, ended bool) error {
-	h := &c.hdr
-	h.frames++
-	h.encoded += len(frag)
-	// Far over the limit (HPACK compresses, but not below half for the
-	// fields a flood would send) or too many frames: not worth decoding.
-	if h.frames > maxHeaderFrames || h.encoded > 2*int(c.s.cfg.MaxHeaderListSize) {
-		return &connError{http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("header block too large (%d frames, %d bytes)", h.frames, h.encoded)}
-	}
-	if _, err := c.hdec.Write(frag); err != nil {
-		return &connError{http2.ErrCodeCompression, "header block not decodable: " + err.Error()}
-	}
-	if !ended {
-		return nil
-	}
-	if err := c.hdec.Close(); err != nil {
-		return &connError{http2.ErrCodeCompression, "header block not decodable: " + err.Error()}
-	}
-	return c.onHeaders(h)
-}
-
-// emitHeader keeps the fields we use; past the size limit it keeps none
-// (but HPACK is still decoded: its table must stay in step).
-func (c *conn) emitHeader(hf hpack.HeaderField) {
-	h := &c.hdr
-	if h.truncated {
-		return
-	}
-	if h.size += hf.Size(); h.size > c.s.cfg.MaxHeaderListSize {
-		h.truncated = true
-		return
-	}
-	switch hf.Name {
-	case ":method":
-		h.method = hf.Value
-	case ":path":
-		h.path = hf.Value
-	case "content-type":
-		h.ctype = hf.Value
-	case "grpc-timeout":
-		h.timeout = hf.Value
-	case "grpc-encoding":
-		h.encoding = hf.Value
-	}
-}
-
 // onHeaders opens a stream: a call's request headers.
 func (c *conn) onHeaders(h *requestHeaders) error {
 	id := h.id
 	if id%2 == 0 {
 		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("client opened even stream %d", id)}
 	}
-	c.mu.Lock()
-	if id <= c.lastStream {
-		st := c.streams[id]
-		c.mu.Unlock()
-		if st != nil {
-			// gRPC clients send no trailers: a second HEADERS is an error
-			// of that stream.
-			c.resetStream(id, http2.ErrCodeProtocol)
-			return nil
-		}
-		// HEADERS on a closed stream.
-		return &connError{http2.ErrCodeStreamClosed, fmt.Sprintf("HEADERS on closed stream %d", id)}
+	if h.trailers {
+		return c.onTrailers(h)
 	}
+	c.maxSeen = id
+	h.checkComplete()
+	c.mu.Lock()
 	if c.draining {
 		c.mu.Unlock()
 		c.writeReset(id, http2.ErrCodeRefusedStream)
 		return nil
 	}
 	c.lastStream = id
+	if h.malformed != "" {
+		// A malformed request is an error of its stream only (RFC 9113
+		// §8.1.1): the connection and its other calls go on.
+		c.mu.Unlock()
+		c.log.Debug().Uint32("stream", id).Str("reason", h.malformed).Msg("malformed request: stream reset")
+		c.writeReset(id, http2.ErrCodeProtocol)
+		return nil
+	}
 	// A handler's stream counts until its last frames are written, but the
 	// client counts it closed as soon as it reads them; so a client at the
 	// limit may open the next stream a moment early. Finishing handlers
@@ -762,6 +702,33 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	return nil
 }
 
+// onTrailers takes a header block on a stream the client has used: the
+// request's trailers, which end it (gRPC clients send none, but HTTP/2
+// allows them). A block on a stream that has ended is ignored (RFC 9113
+// §5.1: frames may cross our RST_STREAM).
+func (c *conn) onTrailers(h *requestHeaders) error {
+	c.mu.Lock()
+	st := c.streams[h.id]
+	c.mu.Unlock()
+	switch {
+	case st == nil:
+		return nil
+	case st.halfClosed.Load():
+		c.resetStream(h.id, http2.ErrCodeStreamClosed)
+	case !h.endStream:
+		c.log.Debug().Uint32("stream", h.id).Msg("malformed request: trailers without END_STREAM")
+		c.resetStream(h.id, http2.ErrCodeProtocol)
+	case h.malformed != "":
+		c.log.Debug().Uint32("stream", h.id).Str("reason", h.malformed).Msg("malformed request trailers: stream reset")
+		c.resetStream(h.id, http2.ErrCodeProtocol)
+	case st.bidi:
+		c.onStreamData(st, nil, true)
+	default:
+		return c.onUnaryData(st, nil, 0, true)
+	}
+	return nil
+}
+
 func isGRPCContentType(ct string) bool {
 	const base = "application/grpc"
 	if len(ct) < len(base) || ct[:len(base)] != base {
@@ -789,10 +756,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 	id := f.StreamID
 	c.mu.Lock()
 	st := c.streams[id]
-	last := c.lastStream
 	c.mu.Unlock()
 	if st == nil {
-		if id > last {
+		if id > c.maxSeen {
 			return &connError{http2.ErrCodeProtocol, fmt.Sprintf("DATA on idle stream %d", id)}
 		}
 		return nil // a stream that has ended; frames may cross

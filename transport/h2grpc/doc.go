@@ -23,6 +23,19 @@
 //     response and no writer goroutine to hand frames to;
 //   - a keepalive goroutine pings an idle peer and closes a dead one.
 //
+// Request headers are checked as RFC 9113 §8.2-8.3 asks: lowercase field
+// names without control characters, spaces or colons; values without NUL,
+// CR or LF and without leading or trailing whitespace; no
+// connection-specific fields (connection, keep-alive, proxy-connection,
+// transfer-encoding, upgrade; te only as "trailers"); exactly the request
+// pseudo-header fields, each at most once, before every regular field,
+// with :method, :scheme and a non-empty :path present. A request that
+// fails is an error of its stream only (RST_STREAM PROTOCOL_ERROR); the
+// connection goes on. Request trailers (gRPC clients send none) must end
+// the stream and carry no pseudo-header field; they are otherwise
+// ignored. content-length is not checked: gRPC's own framing delimits
+// the messages.
+//
 // What it deliberately does not do: compression (refused with
 // UNIMPLEMENTED), request metadata in the context (the gateway reads
 // none), server-initiated streams, HTTP/1.1, priorities, and any method

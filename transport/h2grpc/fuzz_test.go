@@ -45,7 +45,7 @@ func FuzzConn(f *testing.F) {
 	enc := hpack.NewEncoder(&hb)
 	block := func(path string) []byte {
 		hb.Reset()
-		for _, hf := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":path", Value: path}, {Name: "content-type", Value: "application/grpc"}, {Name: "grpc-timeout", Value: "1S"}} {
+		for _, hf := range []hpack.HeaderField{{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"}, {Name: ":path", Value: path}, {Name: "content-type", Value: "application/grpc"}, {Name: "grpc-timeout", Value: "1S"}} {
 			_ = enc.WriteField(hf)
 		}
 		return bytes.Clone(hb.Bytes())

@@ -430,3 +430,213 @@ func TestHostilePartialRequestsAreBounded(t *testing.T) {
 	}
 	serves(t, s)
 }
+
+// rawBlock encodes exactly the fields given.
+func (r *rawClient) rawBlock(fields ...hpack.HeaderField) []byte {
+	r.hbuf.Reset()
+	for _, f := range fields {
+		_ = r.enc.WriteField(f)
+	}
+	return bytes.Clone(r.hbuf.Bytes())
+}
+
+// outcome reads until stream id is reset (reset, with its code) or
+// answered (headers); a GOAWAY or the connection ending fails the test.
+func (r *rawClient) outcome(id uint32) (code http2.ErrCode, reset bool) {
+	r.t.Helper()
+	if !r.until(func(f http2.Frame) bool {
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			if f.StreamID == id {
+				code, reset = f.ErrCode, true
+				return true
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == id {
+				return true
+			}
+		case *http2.GoAwayFrame:
+			r.t.Fatalf("stream %d: GOAWAY %v %q, want a stream error only", id, f.ErrCode, f.DebugData())
+		}
+		return false
+	}) {
+		r.t.Fatalf("stream %d: the connection ended", id)
+	}
+	return code, reset
+}
+
+// echoes sends a whole unary call on stream id and waits for its reply.
+func (r *rawClient) echoes(id uint32, body string) bool {
+	if err := r.request(id, body); err != nil {
+		r.t.Fatal(err)
+	}
+	var got []byte
+	return r.until(func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == id {
+			got = bytes.Clone(d.Data())
+			return true
+		}
+		return false
+	}) && bytes.Contains(got, []byte(body))
+}
+
+func TestHostileMalformedRequestHeaders(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	hf := func(name, value string) hpack.HeaderField { return hpack.HeaderField{Name: name, Value: value} }
+	method, scheme, path, authority, ctype := hf(":method", "POST"), hf(":scheme", "http"), hf(":path", UnaryMethod), hf(":authority", "x"), hf("content-type", "application/grpc")
+	valid := []hpack.HeaderField{method, scheme, path, authority, ctype}
+	plus := func(extra ...hpack.HeaderField) []hpack.HeaderField {
+		return append(append([]hpack.HeaderField{}, valid...), extra...)
+	}
+	cases := []struct {
+		name   string
+		fields []hpack.HeaderField
+	}{
+		{"uppercase name", plus(hf("X-Upper", "v"))},
+		{"space in name", plus(hf("x bad", "v"))},
+		{"colon in name", plus(hf("x:y", "v"))},
+		{"empty name", plus(hf("", "v"))},
+		{"connection", plus(hf("connection", "keep-alive"))},
+		{"keep-alive", plus(hf("keep-alive", "timeout=5"))},
+		{"proxy-connection", plus(hf("proxy-connection", "keep-alive"))},
+		{"transfer-encoding", plus(hf("transfer-encoding", "chunked"))},
+		{"upgrade", plus(hf("upgrade", "h2c"))},
+		{"te other than trailers", plus(hf("te", "gzip"))},
+		{"pseudo after regular", []hpack.HeaderField{method, scheme, authority, ctype, path}},
+		{"duplicate :path", []hpack.HeaderField{method, scheme, path, path, ctype}},
+		{"duplicate :method", []hpack.HeaderField{method, method, scheme, path, ctype}},
+		{"unknown pseudo", []hpack.HeaderField{method, scheme, path, hf(":foo", "x"), ctype}},
+		{":status in a request", []hpack.HeaderField{method, scheme, path, hf(":status", "200"), ctype}},
+		{":protocol", []hpack.HeaderField{method, scheme, path, hf(":protocol", "websocket"), ctype}},
+		{"missing :method", []hpack.HeaderField{scheme, path, authority, ctype}},
+		{"missing :scheme", []hpack.HeaderField{method, path, authority, ctype}},
+		{"missing :path", []hpack.HeaderField{method, scheme, authority, ctype}},
+		{"empty :path", []hpack.HeaderField{method, scheme, hf(":path", ""), ctype}},
+		{"NUL in value", plus(hf("x-v", "a\x00b"))},
+		{"CR LF in value", plus(hf("x-v", "a\r\nx-injected: b"))},
+		{"trailing space in value", plus(hf("x-v", "a "))},
+		{"leading tab in value", plus(hf("x-v", "\ta"))},
+	}
+	r := newRaw(t, s.addr, true)
+	id := uint32(1)
+	for _, tc := range cases {
+		// Each on the same connection: the stream is reset, the connection
+		// goes on serving.
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.rawBlock(tc.fields...), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fr.WriteData(id, true, grpcMessage(payload("T", "malformed"))); err != nil {
+			t.Fatal(err)
+		}
+		if code, reset := r.outcome(id); !reset || code != http2.ErrCodeProtocol {
+			t.Errorf("%s: reset %v, code %v; want RST_STREAM PROTOCOL_ERROR", tc.name, reset, code)
+		}
+		if !r.echoes(id+2, tc.name) {
+			t.Fatalf("%s: the next call on the connection was not served", tc.name)
+		}
+		id += 4
+	}
+	// What real clients send is fine: te: trailers, user-agent, custom
+	// metadata, -bin values, an empty value.
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true, BlockFragment: r.rawBlock(plus(
+		hf("te", "trailers"), hf("user-agent", "grpc-java-netty/1.70.0"), hf("grpc-accept-encoding", "gzip"),
+		hf("x-trace", "a b"), hf("x-id-bin", "AAEC"), hf("x-empty", ""))...)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteData(id, true, grpcMessage(payload("T", "well-formed"))); err != nil {
+		t.Fatal(err)
+	}
+	if code, reset := r.outcome(id); reset {
+		t.Fatalf("well-formed request reset with %v", code)
+	}
+	serves(t, s)
+}
+
+func TestHostileRequestTrailers(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	msg := grpcMessage(payload("T", "with trailers"))
+	open := func(id uint32) {
+		t.Helper()
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.block(), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fr.WriteData(id, false, msg); err != nil {
+			t.Fatal(err)
+		}
+	}
+	trailers := func(id uint32, end bool, fields ...hpack.HeaderField) {
+		t.Helper()
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: r.rawBlock(fields...), EndHeaders: true, EndStream: end}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Trailers without pseudo-header fields end the request: it is served.
+	open(1)
+	trailers(1, true, hpack.HeaderField{Name: "x-checksum", Value: "1"})
+	var body []byte
+	if !r.until(func(f http2.Frame) bool {
+		if d, ok := f.(*http2.DataFrame); ok && d.StreamID == 1 {
+			body = bytes.Clone(d.Data())
+			return true
+		}
+		return false
+	}) || !bytes.Contains(body, []byte("with trailers")) {
+		t.Fatalf("request ended by trailers: reply %q", body)
+	}
+	// A pseudo-header field in trailers, or trailers that do not end the
+	// stream: the stream is malformed, the connection is not.
+	open(3)
+	trailers(3, true, hpack.HeaderField{Name: ":path", Value: UnaryMethod})
+	if code, reset := r.outcome(3); !reset || code != http2.ErrCodeProtocol {
+		t.Fatalf("pseudo-header in trailers: reset %v %v, want PROTOCOL_ERROR", reset, code)
+	}
+	open(5)
+	trailers(5, false, hpack.HeaderField{Name: "x-more", Value: "1"})
+	if code, reset := r.outcome(5); !reset || code != http2.ErrCodeProtocol {
+		t.Fatalf("trailers without END_STREAM: reset %v %v, want PROTOCOL_ERROR", reset, code)
+	}
+	if !r.echoes(7, "after trailers") {
+		t.Fatal("the connection does not serve after malformed trailers")
+	}
+	serves(t, s)
+}
+
+func TestStreamRefusedWhileDrainingDoesNotEndTheConnection(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	s := startServer(t, Config{}, Handlers{Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+		if string(p.GetBody().GetValue()) == "slow" {
+			close(entered)
+			<-release
+		}
+		return echo(ctx, p)
+	}})
+	r := newRaw(t, s.addr, true)
+	if err := r.request(1, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	go s.GracefulStop()
+	if code, _, ok := r.goAway(); !ok || code != http2.ErrCodeNo {
+		t.Fatalf("GracefulStop: GOAWAY %v (%v), want NO_ERROR", code, ok)
+	}
+	// A call the client sent before it read the GOAWAY: refused, and its
+	// DATA (already on the way) must not be taken for a protocol error
+	// that ends the call in flight.
+	if err := r.request(3, "late"); err != nil {
+		t.Fatal(err)
+	}
+	if code, reset := r.outcome(3); !reset || code != http2.ErrCodeRefusedStream {
+		t.Fatalf("stream after GOAWAY: reset %v %v, want REFUSED_STREAM", reset, code)
+	}
+	close(release)
+	if !r.until(func(f http2.Frame) bool {
+		if g, ok := f.(*http2.GoAwayFrame); ok {
+			t.Fatalf("second GOAWAY %v %q", g.ErrCode, g.DebugData())
+		}
+		h, ok := f.(*http2.MetaHeadersFrame)
+		return ok && h.StreamID == 1 && h.StreamEnded()
+	}) {
+		t.Fatal("the call in flight did not finish")
+	}
+}
