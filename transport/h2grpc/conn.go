@@ -43,6 +43,14 @@ const (
 	maxSettingsPerStream = 100
 	// maxPingStrikes is how many too-early pings are forgiven (grpc-go's).
 	maxPingStrikes = 2
+	// Frames that carry nothing (see floodCounts): how many of each kind
+	// a client may send between two useful frames. grpc-go and grpc-java
+	// clients send none of the first three kinds, and a WINDOW_UPDATE or
+	// two (stream and connection) after the DATA they receive.
+	maxEmptyData     = 16  // DATA without payload or END_STREAM
+	maxIgnored       = 100 // PRIORITY, unknown types, extra GOAWAYs, blocks on ended streams, frames reset by the Framer
+	maxUnaskedAcks   = 16  // PING and SETTINGS ACKs for nothing we sent
+	maxWindowUpdates = 100 // WINDOW_UPDATE without DATA sent since the last one
 	// writeGrace bounds the flush of a GOAWAY to a peer that may not read.
 	writeGrace = time.Second
 )
@@ -65,6 +73,9 @@ type conn struct {
 	pendingReq          int    // bytes of unary requests buffered whose handler has not started
 	settingsSinceStream int
 	maxSeen             uint32 // highest stream id the client has used
+	flood               floodCounts
+	settingsAcked       bool // the ACK of our SETTINGS has come
+	goAwaySeen          bool
 	hdec                *hpack.Decoder
 	hdr                 requestHeaders // the header block being read
 
@@ -84,6 +95,7 @@ type conn struct {
 	ctrlLazy         bool // PING ACKs buffered: the next response may carry them
 	unaryInFlight    int  // unary calls whose response is still to be written
 	resetPingStrikes bool // headers or data sent since the last ping
+	dataSinceWU      bool // DATA sent since the client's last WINDOW_UPDATE
 	pingStrikes      int
 	lastPingAt       time.Time
 	windowWaits      int // writers waiting for window (tests look)
@@ -98,7 +110,8 @@ type conn struct {
 	readerDone bool
 	idle       chan struct{} // closed when the reader is done and no stream is left
 
-	activity  atomic.Bool // a frame arrived since keepalive last looked
+	activity  atomic.Bool  // a frame arrived since keepalive last looked
+	pingsOut  atomic.Int32 // keepalive pings not yet acknowledged
 	closeOnce sync.Once
 	done      chan struct{} // closed when the connection is closed
 }
@@ -394,6 +407,7 @@ func (c *conn) keepalive() {
 			if c.wclosed {
 				return
 			}
+			c.pingsOut.Add(1)
 			if c.fr.WritePing(false, [8]byte{'k', 'e', 'e', 'p', 'a', 'l', 'i', 'v'}) == nil {
 				_ = c.bw.Flush()
 			}
@@ -411,6 +425,9 @@ func (c *conn) readLoop() error {
 			if errors.As(err, &se) {
 				// The frame is consumed and the connection still sound:
 				// only that stream fails.
+				if err := c.ignoredFrame(); err != nil {
+					return err
+				}
 				c.resetStream(se.StreamID, se.Code)
 				if err := c.flushControlIfIdle(); err != nil {
 					return err
@@ -475,10 +492,18 @@ func (c *conn) onFrame(f http2.Frame) error {
 	case *http2.DataFrame:
 		return c.onData(f)
 	case *http2.RSTStreamFrame:
+		if f.StreamID > c.maxSeen {
+			return &connError{http2.ErrCodeProtocol, fmt.Sprintf("RST_STREAM on idle stream %d", f.StreamID)}
+		}
 		c.onReset(f.StreamID)
 		return nil
 	case *http2.SettingsFrame:
 		if f.IsAck() {
+			// We send one SETTINGS frame, so one ACK is due.
+			if c.settingsAcked {
+				return c.carriesNothing(&c.flood.acks, maxUnaskedAcks, "SETTINGS or PING ACKs for nothing sent")
+			}
+			c.settingsAcked = true
 			return nil
 		}
 		if c.settingsSinceStream++; c.settingsSinceStream > maxSettingsPerStream {
@@ -487,12 +512,20 @@ func (c *conn) onFrame(f http2.Frame) error {
 		return c.onSettings(f)
 	case *http2.PingFrame:
 		if f.IsAck() {
+			if c.pingsOut.Add(-1) < 0 {
+				c.pingsOut.Add(1)
+				return c.carriesNothing(&c.flood.acks, maxUnaskedAcks, "SETTINGS or PING ACKs for nothing sent")
+			}
 			return nil
 		}
 		return c.onPing(f)
 	case *http2.WindowUpdateFrame:
 		return c.onWindowUpdate(f)
 	case *http2.GoAwayFrame:
+		if c.goAwaySeen {
+			return c.ignoredFrame()
+		}
+		c.goAwaySeen = true
 		// The client leaves: finish what is in flight, accept nothing new.
 		c.mu.Lock()
 		c.draining = true
@@ -505,8 +538,34 @@ func (c *conn) onFrame(f http2.Frame) error {
 	case *http2.PushPromiseFrame:
 		return &connError{http2.ErrCodeProtocol, "PUSH_PROMISE from a client"}
 	}
-	// PRIORITY and unknown frame types are ignored, as HTTP/2 says.
+	// PRIORITY (we do not prioritise) and frames of unknown types are
+	// ignored, as HTTP/2 says, but each is parsed into a fresh frame.
+	return c.ignoredFrame()
+}
+
+// floodCounts counts, per kind, the frames that carry nothing that a
+// client sent since it last sent something useful (a new stream, or
+// data for an open one). Each such frame costs the server a parse, often
+// an allocation, a lock or a frame written back, and a peer can send
+// them endlessly (the empty-frame, priority and control floods of
+// CVE-2019-9511..9518); past a kind's limit the connection gets GOAWAY
+// ENHANCE_YOUR_CALM. SETTINGS (maxSettingsPerStream) and pings (the ping
+// strikes) have rules of their own.
+type floodCounts struct {
+	emptyData, ignored, acks, windowUpdates int
+}
+
+// carriesNothing counts one more frame of a kind that carries nothing.
+func (c *conn) carriesNothing(n *int, limit int, what string) error {
+	*n++
+	if *n > limit {
+		return &connError{http2.ErrCodeEnhanceYourCalm, fmt.Sprintf("flood: more than %d %s with no request or data between", limit, what)}
+	}
 	return nil
+}
+
+func (c *conn) ignoredFrame() error {
+	return c.carriesNothing(&c.flood.ignored, maxIgnored, "frames that carry nothing (PRIORITY, unknown types, repeated GOAWAY, header blocks on ended streams, malformed control frames)")
 }
 
 func (c *conn) onSettings(f *http2.SettingsFrame) error {
@@ -568,8 +627,20 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {
+	if f.StreamID > c.maxSeen {
+		return &connError{http2.ErrCodeProtocol, fmt.Sprintf("WINDOW_UPDATE on idle stream %d", f.StreamID)}
+	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	// Clients return window as they receive DATA: a WINDOW_UPDATE or two
+	// per DATA frame. Many with no DATA sent in between carry nothing.
+	if c.dataSinceWU {
+		c.dataSinceWU = false
+		c.flood.windowUpdates = 0
+	}
+	if err := c.carriesNothing(&c.flood.windowUpdates, maxWindowUpdates, "WINDOW_UPDATE frames"); err != nil {
+		return err
+	}
 	if f.StreamID == 0 {
 		if c.sendWin+int64(f.Increment) > maxWindow {
 			return &connError{http2.ErrCodeFlowControl, "connection window overflow"}
@@ -603,6 +674,7 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 		return c.onTrailers(h)
 	}
 	c.maxSeen = id
+	c.flood = floodCounts{}
 	h.checkComplete()
 	c.mu.Lock()
 	if c.draining {
@@ -712,7 +784,7 @@ func (c *conn) onTrailers(h *requestHeaders) error {
 	c.mu.Unlock()
 	switch {
 	case st == nil:
-		return nil
+		return c.ignoredFrame()
 	case st.halfClosed.Load():
 		c.resetStream(h.id, http2.ErrCodeStreamClosed)
 	case !h.endStream:
@@ -753,6 +825,13 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.recvWin += int64(c.recvUnacked)
 		c.recvUnacked = 0
 	}
+	data := f.Data()
+	empty := len(data) == 0 && !f.StreamEnded()
+	if empty {
+		if err := c.carriesNothing(&c.flood.emptyData, maxEmptyData, "empty DATA frames (no payload, no END_STREAM)"); err != nil {
+			return err
+		}
+	}
 	id := f.StreamID
 	c.mu.Lock()
 	st := c.streams[id]
@@ -771,7 +850,9 @@ func (c *conn) onData(f *http2.DataFrame) error {
 		c.resetStream(id, http2.ErrCodeFlowControl)
 		return nil
 	}
-	data := f.Data()
+	if !empty {
+		c.flood = floodCounts{} // data for an open stream
+	}
 	if pad := n - uint32(len(data)); pad > 0 && !f.StreamEnded() {
 		if err := c.writeWindowUpdate(id, pad); err != nil {
 			return err

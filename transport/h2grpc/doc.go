@@ -23,6 +23,23 @@
 //     response and no writer goroutine to hand frames to;
 //   - a keepalive goroutine pings an idle peer and closes a dead one.
 //
+// Limits against peers that make the server work for nothing, each
+// answered with GOAWAY ENHANCE_YOUR_CALM and a warn line saying which:
+// concurrent streams count until their handlers return (rapid reset);
+// at most 100 SETTINGS frames between two new streams; pings closer than
+// MinPingInterval are struck, as grpc-go strikes them; a header block of
+// more than 64 frames or twice MaxHeaderListSize. And frames that carry
+// nothing are counted, per kind, since the client last sent something
+// useful (a new stream, or data for an open one): 16 empty DATA frames
+// (no payload, no END_STREAM; padding-only ones too), 100 PRIORITY,
+// unknown-type, repeated GOAWAY or malformed control frames and header
+// blocks on ended streams, 16 PING or SETTINGS ACKs for nothing the
+// server sent, and 100 WINDOW_UPDATE frames with no DATA sent since the
+// last one. grpc-go and grpc-java clients send none of the first three
+// kinds, and a WINDOW_UPDATE or two per DATA frame they receive.
+// RST_STREAM and WINDOW_UPDATE on a stream the client never opened are
+// PROTOCOL_ERROR, as RFC 9113 §5.1 says.
+//
 // Request headers are checked as RFC 9113 §8.2-8.3 asks: lowercase field
 // names without control characters, spaces or colons; values without NUL,
 // CR or LF and without leading or trailing whitespace; no

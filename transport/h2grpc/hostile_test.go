@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -639,4 +641,212 @@ func TestStreamRefusedWhileDrainingDoesNotEndTheConnection(t *testing.T) {
 	}) {
 		t.Fatal("the call in flight did not finish")
 	}
+}
+
+// flood sends n frames (send(i) writes the i-th), then a PING: the server
+// must answer the flood with GOAWAY ENHANCE_YOUR_CALM before the PING's
+// ACK. It returns the GOAWAY's debug text.
+func (r *rawClient) flood(n int, send func(i int) error) string {
+	r.t.Helper()
+	done := [8]byte{'f', 'l', 'o', 'o', 'd', 'e', 'n', 'd'}
+	go func() {
+		for i := range n {
+			if send(i) != nil {
+				return
+			}
+		}
+		_ = r.fr.WritePing(false, done)
+	}()
+	var code http2.ErrCode
+	var debug string
+	var acked bool
+	if !r.until(func(f http2.Frame) bool {
+		switch f := f.(type) {
+		case *http2.GoAwayFrame:
+			code, debug = f.ErrCode, string(f.DebugData())
+			return true
+		case *http2.PingFrame:
+			acked = f.IsAck() && f.Data == done
+			return acked
+		}
+		return false
+	}) {
+		r.t.Fatal("the connection ended without GOAWAY")
+	}
+	if acked {
+		r.t.Fatalf("%d frames taken without GOAWAY", n)
+	}
+	if code != http2.ErrCodeEnhanceYourCalm {
+		r.t.Fatalf("GOAWAY %v %q, want ENHANCE_YOUR_CALM", code, debug)
+	}
+	if !r.closed() {
+		r.t.Fatal("connection left open after the GOAWAY")
+	}
+	return debug
+}
+
+func TestHostileFloodsOfFramesThatCarryNothing(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	// A bidi stream left open, for the floods that need one.
+	openStream := func(r *rawClient) {
+		r.hbuf.Reset()
+		for _, hf := range []hpack.HeaderField{
+			{Name: ":method", Value: "POST"}, {Name: ":scheme", Value: "http"},
+			{Name: ":path", Value: StreamMethod}, {Name: "content-type", Value: "application/grpc"},
+		} {
+			_ = r.enc.WriteField(hf)
+		}
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: bytes.Clone(r.hbuf.Bytes()), EndHeaders: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		name   string
+		stream bool
+		send   func(r *rawClient, i int) error
+		reason string
+	}{
+		{"empty DATA", true, func(r *rawClient, i int) error { return r.fr.WriteData(1, false, nil) }, "empty DATA"},
+		{"padding-only DATA", true, func(r *rawClient, i int) error { return r.fr.WriteDataPadded(1, false, nil, make([]byte, 8)) }, "empty DATA"},
+		{"empty DATA on a closed stream", false, func(r *rawClient, i int) error {
+			if i == 0 {
+				return r.request(1, "x")
+			}
+			return r.fr.WriteData(1, false, nil)
+		}, "empty DATA"},
+		{"PRIORITY", false, func(r *rawClient, i int) error {
+			return r.fr.WritePriority(uint32(2*i+1), http2.PriorityParam{StreamDep: 0, Weight: 15})
+		}, "PRIORITY"},
+		{"unknown frame type", false, func(r *rawClient, i int) error { return r.fr.WriteRawFrame(0x42, 0, 0, []byte("ext")) }, "unknown types"},
+		{"repeated GOAWAY", true, func(r *rawClient, i int) error { return r.fr.WriteGoAway(0, http2.ErrCodeNo, nil) }, "GOAWAY"},
+		{"zero WINDOW_UPDATE on a stream", true, func(r *rawClient, i int) error {
+			return r.fr.WriteRawFrame(http2.FrameWindowUpdate, 0, 1, []byte{0, 0, 0, 0})
+		}, "malformed control frames"},
+		{"header blocks on an ended stream", false, func(r *rawClient, i int) error {
+			if i == 0 {
+				return r.request(1, "x")
+			}
+			return r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: r.rawBlock(hpack.HeaderField{Name: "x", Value: "y"}), EndHeaders: true, EndStream: true})
+		}, "header blocks"},
+		{"WINDOW_UPDATE", false, func(r *rawClient, i int) error { return r.fr.WriteWindowUpdate(0, 1) }, "WINDOW_UPDATE"},
+		{"WINDOW_UPDATE on a stream", true, func(r *rawClient, i int) error { return r.fr.WriteWindowUpdate(1, 1) }, "WINDOW_UPDATE"},
+		{"PING ACK", false, func(r *rawClient, i int) error { return r.fr.WritePing(true, [8]byte{byte(i)}) }, "ACKs"},
+		{"SETTINGS ACK", false, func(r *rawClient, i int) error { return r.fr.WriteSettingsAck() }, "ACKs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRaw(t, s.addr, true)
+			r.t = t
+			if tc.stream {
+				openStream(r)
+			}
+			debug := r.flood(5000, func(i int) error { return tc.send(r, i) })
+			if !strings.Contains(debug, tc.reason) {
+				t.Fatalf("GOAWAY says %q, want it to name %q", debug, tc.reason)
+			}
+			serves(t, s)
+		})
+	}
+	if !strings.Contains(s.logs.String(), "flood: more than") {
+		t.Fatalf("no log line for the floods: %s", s.logs)
+	}
+}
+
+func TestHostileProtocolErrorsOnIdleStreams(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	for name, send := range map[string]func(r *rawClient) error{
+		"RST_STREAM":    func(r *rawClient) error { return r.fr.WriteRSTStream(9, http2.ErrCodeCancel) },
+		"WINDOW_UPDATE": func(r *rawClient) error { return r.fr.WriteWindowUpdate(9, 100) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := newRaw(t, s.addr, true)
+			go func() { _ = send(r) }()
+			if code, debug, ok := r.goAway(); !ok || code != http2.ErrCodeProtocol || !strings.Contains(debug, "idle stream") {
+				t.Fatalf("GOAWAY %v %q (%v), want PROTOCOL_ERROR on an idle stream", code, debug, ok)
+			}
+			serves(t, s)
+		})
+	}
+}
+
+// TestRealClientsStayWithinFloodLimits: grpc-go's client, with the
+// traffic that makes it send control frames (BDP pings and window
+// updates under large messages, many calls, a stream both ways), never
+// meets a flood limit.
+func TestRealClientsStayWithinFloodLimits(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	ctx := testCtx(t)
+	cc := dial(t, s.addr)
+	client := pb.NewRequestClient(cc)
+	big := strings.Repeat("b", 200<<10)
+	for i := range 300 {
+		body := "small"
+		if i%10 == 0 {
+			body = big
+		}
+		r, err := client.Request(ctx, payload("T", body))
+		if err != nil || len(r.GetBody().GetValue()) != len(body) {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	stream, err := pb.NewBiRequestStreamClient(cc).RequestBiStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 200 {
+		body := fmt.Sprint(i)
+		if i%20 == 0 {
+			body = big
+		}
+		if err := stream.Send(payload("T", body)); err != nil {
+			t.Fatal(err)
+		}
+		if p, err := stream.Recv(); err != nil || len(p.GetBody().GetValue()) != len(body) {
+			t.Fatalf("stream message %d: %v", i, err)
+		}
+	}
+	if err := stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stream.Recv(); !errors.Is(err, io.EOF) {
+		t.Fatalf("end of stream: %v", err)
+	}
+	if n := len(s.snapshot()); n != 1 {
+		t.Fatalf("%d connections, want the one", n)
+	}
+	if l := s.logs.String(); strings.Contains(l, "closing connection") {
+		t.Fatalf("a real client's connection was closed: %s", l)
+	}
+}
+
+func TestKeepalivePingsAndTheirAcks(t *testing.T) {
+	s := startServer(t, Config{KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 250 * time.Millisecond}, Handlers{})
+	r := newRaw(t, s.addr, true)
+	// An idle client answering each keepalive ping: the ACKs are asked
+	// for, so more of them than maxUnaskedAcks are fine.
+	for i := range maxUnaskedAcks + 4 {
+		var data [8]byte
+		if !r.until(func(f http2.Frame) bool {
+			if g, ok := f.(*http2.GoAwayFrame); ok {
+				t.Fatalf("ping %d: GOAWAY %v %q", i, g.ErrCode, g.DebugData())
+			}
+			p, ok := f.(*http2.PingFrame)
+			if ok && !p.IsAck() {
+				data = p.Data
+			}
+			return ok && !p.IsAck()
+		}) {
+			t.Fatalf("no keepalive ping %d", i)
+		}
+		if err := r.fr.WritePing(true, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A client that stops answering is closed.
+	if !r.closed() {
+		t.Fatal("connection open after a keepalive ping went unanswered")
+	}
+	if !strings.Contains(s.logs.String(), "keepalive ping not answered") {
+		t.Fatalf("no log line for the keepalive close: %s", s.logs)
+	}
+	serves(t, s)
 }

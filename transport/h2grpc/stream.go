@@ -224,6 +224,7 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 		if err := c.fr.WriteData(st.id, false, data[:n]); err != nil {
 			return c.flushLocked(err)
 		}
+		c.dataSinceWU = true
 		data = data[n:]
 	}
 	c.resetPingStrikes = true
