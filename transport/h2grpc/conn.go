@@ -725,6 +725,10 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 		c.respondEarly(id, h.endStream, "200", codes.Unimplemented, "unknown method "+path)
 		return nil
 	}
+	if h.badBin != "" {
+		c.respondEarly(id, h.endStream, "400", codes.Internal, fmt.Sprintf("malformed binary metadata in header %.64q", h.badBin))
+		return nil
+	}
 	if encoding != "" && encoding != "identity" {
 		c.respondEarly(id, h.endStream, "200", codes.Unimplemented, "compression "+encoding+" is not supported")
 		return nil
@@ -741,7 +745,8 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	} else {
 		ctx, cancel = context.WithCancel(c.ctx)
 	}
-	st := &stream{c: c, id: id, bidi: bidi, ctx: ctx, cancel: cancel}
+	st := &stream{c: c, id: id, bidi: bidi, ctx: ctx, cancel: cancel, md: h.md}
+	st.hctx = callCtx{ctx, st}
 	st.recvWin.Store(streamWindow)
 	if bidi {
 		st.qready = make(chan struct{}, 1)

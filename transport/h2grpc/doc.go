@@ -53,8 +53,21 @@
 // ignored. content-length is not checked: gRPC's own framing delimits
 // the messages.
 //
+// A handler's context is what grpc-go's server gives: the peer, the
+// deadline, cancellation, the incoming metadata (metadata.FromIncomingContext:
+// the same fields grpc-go keeps, -bin values decoded; a value that is not
+// base64 fails the call with INTERNAL, as on grpc-go) and a
+// grpc.ServerTransportStream (grpc.Method works). The gateway reads only
+// the peer, so the metadata is kept as the request's fields in the stream
+// and built only when asked for: a call costs no allocation for it.
+//
+// Response metadata is not carried (the gateway sets none): grpc.SetHeader,
+// grpc.SendHeader and grpc.SetTrailer, and the stream's SetHeader and
+// SendHeader, return an Unimplemented error when given metadata (none is
+// no error); the stream's SetTrailer, which returns nothing, drops it.
+//
 // What it deliberately does not do: compression (refused with
-// UNIMPLEMENTED), request metadata in the context (the gateway reads
-// none), server-initiated streams, HTTP/1.1, priorities, and any method
-// other than the two above (UNIMPLEMENTED).
+// UNIMPLEMENTED), response metadata (above), server-initiated streams,
+// HTTP/1.1, priorities, and any method other than the two above
+// (UNIMPLEMENTED).
 package h2grpc

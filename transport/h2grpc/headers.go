@@ -2,6 +2,7 @@ package h2grpc
 
 import (
 	"fmt"
+	"strings"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -20,8 +21,10 @@ type requestHeaders struct {
 	// malformed says why the block breaks RFC 9113 §8.2-8.3 ("" if it does
 	// not): the stream is reset with PROTOCOL_ERROR.
 	malformed string
-	pseudo    uint8 // the pseudo-header fields seen (pseudo* bits)
-	regular   bool  // a regular field seen: no pseudo-header field may follow
+	pseudo    uint8  // the pseudo-header fields seen (pseudo* bits)
+	regular   bool   // a regular field seen: no pseudo-header field may follow
+	badBin    string // a -bin field whose value is not base64
+	md        mdFields
 
 	method, path, ctype, timeout, encoding string
 }
@@ -105,7 +108,15 @@ func (c *conn) emitHeader(hf hpack.HeaderField) {
 		}
 	case "connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade":
 		h.malformed = "connection-specific field " + hf.Name
+		return
 	}
+	if h.trailers || !inMetadata(hf.Name) {
+		return
+	}
+	if strings.HasSuffix(hf.Name, "-bin") && !validBinValue(hf.Value) && h.badBin == "" {
+		h.badBin = hf.Name
+	}
+	h.md.add(hf.Name, hf.Value)
 }
 
 // pseudoField takes a field whose name starts with a colon.
@@ -134,6 +145,7 @@ func (h *requestHeaders) pseudoField(hf hpack.HeaderField) {
 		}
 	case ":authority":
 		bit = pseudoAuthority
+		h.md.add(hf.Name, hf.Value)
 	default:
 		// :status is a response's; :protocol needs extended CONNECT, which
 		// we do not offer.

@@ -23,8 +23,10 @@ const (
 
 // Handlers are the two methods' implementations. A handler's context holds
 // the call's peer.Peer (the accepted connection's RemoteAddr, and for TLS
-// a credentials.TLSInfo), carries the client's grpc-timeout as its
-// deadline and ends when the client cancels or the connection ends. An
+// a credentials.TLSInfo), the incoming metadata and a
+// grpc.ServerTransportStream (which refuses response metadata), carries
+// the client's grpc-timeout as its deadline and ends when the client
+// cancels or the connection ends. An
 // error a handler returns reaches the client as its gRPC status
 // (status.FromError; codes.Unknown for other errors).
 type Handlers struct {

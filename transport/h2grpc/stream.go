@@ -52,6 +52,12 @@ type stream struct {
 	qready   chan struct{}
 	consumed uint32 // bytes Recv took, not yet returned as window
 
+	// What the handler sees: its context, and the request's metadata
+	// (set before the handler starts, read-only after).
+	hctx callCtx
+	md   mdFields
+	inMD lazyMD
+
 	countedUnary bool // in c.unaryInFlight (under c.wmu)
 	releaseOnce  sync.Once
 	finishing    bool // counted in c.finishing (under c.mu)
@@ -83,7 +89,7 @@ func (st *stream) run() {
 		_ = st.write(nil, true, codes.Internal, "grpc: error unmarshalling request: "+err.Error())
 		return
 	}
-	resp, err := st.c.s.h.Unary(st.ctx, req)
+	resp, err := st.c.s.h.Unary(&st.hctx, req)
 	st.markFinishing()
 	if err != nil {
 		code, msg := statusOf(err)
@@ -383,14 +389,25 @@ func (st *stream) SendMsg(m any) error {
 	return st.Send(p)
 }
 
-// Context is the call's context (peer, deadline, cancellation).
-func (st *stream) Context() context.Context { return st.ctx }
+// Context is the call's context (peer, deadline, cancellation, incoming
+// metadata).
+func (st *stream) Context() context.Context { return &st.hctx }
 
-// SetHeader, SendHeader and SetTrailer: metadata is not carried (the
-// gateway sets none); SendHeader sends the response headers now.
-func (st *stream) SetHeader(metadata.MD) error { return nil }
+// SetHeader, SendHeader and SetTrailer: response metadata is not carried
+// (the gateway sets none). SetHeader and SendHeader with metadata return
+// an Unimplemented error; SendHeader without sends the response headers
+// now. SetTrailer, which cannot return an error, drops what it is given.
+func (st *stream) SetHeader(md metadata.MD) error {
+	if md.Len() == 0 {
+		return nil
+	}
+	return errResponseMetadata
+}
 
-func (st *stream) SendHeader(metadata.MD) error {
+func (st *stream) SendHeader(md metadata.MD) error {
+	if md.Len() > 0 {
+		return errResponseMetadata
+	}
 	c := st.c
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
