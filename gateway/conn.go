@@ -253,6 +253,7 @@ func (l trackedListener) Accept() (net.Conn, error) {
 		return nil, err
 	}
 	c := l.s.newConn(nc.RemoteAddr())
+	l.s.m.transportOpen()
 	return &trackedConn{Conn: nc, addr: &connAddr{Addr: nc.RemoteAddr(), c: c}, s: l.s}, nil
 }
 
@@ -275,6 +276,9 @@ func (t *trackedConn) RemoteAddr() net.Addr { return t.addr }
 
 func (t *trackedConn) Close() error {
 	err := t.Conn.Close()
-	t.closed.Do(func() { t.s.unregister(t.addr.c, "transport closed") })
+	t.closed.Do(func() {
+		t.s.m.transportClose()
+		t.s.unregister(t.addr.c, "transport closed")
+	})
 	return err
 }

@@ -1,10 +1,14 @@
 package gateway
 
 import (
+	"context"
+	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"nacos-lockd/statemachine"
 )
@@ -16,7 +20,19 @@ var (
 	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "limited", "unavailable", "error"}
 	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second", "locks", "waiters_per_lock"}
 	pushLabels   = []string{"lock_notification", "connect_reset"}
+	// The SDK port's two methods (callUnary, callStream) and the HTTP/2
+	// error codes the h2 transport closes connections with.
+	callLabels      = [2]string{"request", "requestBiStream"}
+	connErrorLabels = []string{"PROTOCOL_ERROR", "FLOW_CONTROL_ERROR", "STREAM_CLOSED", "FRAME_SIZE_ERROR", "COMPRESSION_ERROR", "ENHANCE_YOUR_CALM", "keepalive_timeout", "other"}
 )
+
+const (
+	callUnary  = 0 // /Request/request
+	callStream = 1 // /BiRequestStream/requestBiStream
+)
+
+// maxCode is the highest gRPC code; calls are counted under the 17.
+const maxCode = codes.Unauthenticated
 
 // metrics are the gateway's Prometheus series. A nil *metrics records
 // nothing, so tests and tools need not register any.
@@ -35,6 +51,16 @@ type metrics struct {
 	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
 	authFails   *prometheus.CounterVec // reason: unauthenticated, forbidden
 	limits      *prometheus.CounterVec // limit
+
+	// The SDK port's transport, the same on both (--transport): its
+	// connections (trackedListener) and the calls it hands the gateway,
+	// counted as they come and go; the counters are looked up once, so a
+	// call costs two atomic adds.
+	transportConns    prometheus.Gauge
+	transportAccepted prometheus.Counter
+	callsStarted      [2]prometheus.Counter
+	callsHandled      [2][maxCode + 1]prometheus.Counter
+	connErrors        *prometheus.CounterVec // code (h2 only)
 
 	// Nacos's own series, so existing Nacos dashboards keep working.
 	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
@@ -105,13 +131,33 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacos_timer_seconds", Help: "Nacos lockHandlerRt: lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
 		nacosRtMax: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_timer_seconds_max", Help: "Nacos lockHandlerRt: longest lock handler time.", ConstLabels: prometheus.Labels{"module": "lock", "name": "lockHandlerRt"}}),
+		transportConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nacoslockd_transport_connections", Help: "Connections open on the SDK port, registered or not (nacoslockd_connections counts the registered ones)."}),
+		transportAccepted: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nacoslockd_transport_connections_accepted_total", Help: "Connections accepted on the SDK port."}),
+		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_transport_connection_errors_total", Help: "SDK-port connections closed because of the client: an HTTP/2 protocol violation or limit (the GOAWAY's error code) or an unanswered keepalive ping. The h2 transport counts them; grpc-go's reports none."}, []string{"code"}),
 		nacosCounts: map[string]prometheus.Gauge{},
 		notified:    map[grantKey]time.Time{},
 		queued:      map[waitKey]time.Time{},
 		held:        map[waitKey]time.Time{},
 	}
+	started := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nacoslockd_grpc_calls_started_total", Help: "Calls on the SDK port that reached the gateway, by method (request, requestBiStream)."}, []string{"method"})
+	handled := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "nacoslockd_grpc_calls_handled_total", Help: "Calls on the SDK port whose handler returned, by method and the gRPC code it returned (Nacos's own errors travel in the reply, with code OK)."}, []string{"method", "code"})
+	for i, method := range callLabels {
+		m.callsStarted[i] = started.WithLabelValues(method)
+		for code := codes.OK; code <= maxCode; code++ {
+			m.callsHandled[i][code] = handled.WithLabelValues(method, code.String())
+		}
+	}
+	for _, code := range connErrorLabels {
+		m.connErrors.WithLabelValues(code)
+	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.readClaims, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax)
+		m.waitTime, m.handoff, m.readClaims, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
+		m.transportConns, m.transportAccepted, started, handled, m.connErrors)
 	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_monitor", Help: nacosMonitorHelp,
@@ -284,6 +330,65 @@ func (m *metrics) connClose() {
 	}
 	m.connections.Dec()
 	m.connClosed.Inc()
+}
+
+func (m *metrics) transportOpen() {
+	if m != nil {
+		m.transportConns.Inc()
+		m.transportAccepted.Inc()
+	}
+}
+
+func (m *metrics) transportClose() {
+	if m != nil {
+		m.transportConns.Dec()
+	}
+}
+
+func (m *metrics) callStarted(method int) {
+	if m != nil {
+		m.callsStarted[method].Inc()
+	}
+}
+
+// callHandled counts a call by the code its handler's error becomes, as
+// grpc-go's server makes it: a status's code, a context error's own,
+// Unknown for anything else.
+func (m *metrics) callHandled(method int, err error) {
+	if m == nil {
+		return
+	}
+	code := codes.OK
+	if err != nil {
+		if s, ok := status.FromError(err); ok {
+			code = s.Code()
+		} else if errors.Is(err, context.Canceled) {
+			code = codes.Canceled
+		} else if errors.Is(err, context.DeadlineExceeded) {
+			code = codes.DeadlineExceeded
+		} else {
+			code = codes.Unknown
+		}
+	}
+	if code > maxCode {
+		code = codes.Unknown
+	}
+	m.callsHandled[method][code].Inc()
+}
+
+// connError counts a connection the h2 transport closed because of the
+// client.
+func (m *metrics) connError(code string) {
+	if m == nil {
+		return
+	}
+	for _, l := range connErrorLabels {
+		if l == code {
+			m.connErrors.WithLabelValues(code).Inc()
+			return
+		}
+	}
+	m.connErrors.WithLabelValues("other").Inc()
 }
 
 func (m *metrics) expired() {

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"io"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"google.golang.org/grpc/codes"
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
@@ -104,6 +107,11 @@ func checkLabels(t *testing.T, reg *prometheus.Registry) {
 		"reason": {"disconnect", "node_down", "unauthenticated", "forbidden"},
 		"module": {"lock"},
 		"name":   {"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess", "aliveLockCount", "lockHandlerRt"},
+		"method": callLabels[:],
+		"code":   slices.Clone(connErrorLabels),
+	}
+	for c := codes.OK; c <= maxCode; c++ {
+		allowed["code"] = append(allowed["code"], c.String())
 	}
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -135,4 +143,65 @@ func TestMetricsTimingsArePruned(t *testing.T) {
 	if len(m.held) != 1 || len(m.queued) != 0 || len(m.notified) != 0 {
 		t.Fatalf("held %v queued %v notified %v", m.held, m.queued, m.notified)
 	}
+}
+
+// TestTransportMetricsOnBothTransports: the SDK port's connections and
+// calls are counted the same way whichever transport serves it.
+func TestTransportMetricsOnBothTransports(t *testing.T) {
+	for _, tr := range []string{TransportGRPC, TransportH2} {
+		t.Run(tr, func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			ts := startServer(t, Config{Metrics: reg, Transport: tr})
+			m := ts.srv.m
+			a, b := dial(t, ts), dial(t, ts)
+			lockCall(t, a, protocol.OpAcquire, gen2("k", "REENTRANT", "a:1", -1, -1))
+			lockCall(t, b, protocol.OpAcquire, gen2("k", "REENTRANT", "b:1", -1, -1))
+			if got := testutil.ToFloat64(m.transportConns); got != 2 {
+				t.Errorf("open transport connections %v, want 2", got)
+			}
+			if got := testutil.ToFloat64(m.transportAccepted); got != 2 {
+				t.Errorf("accepted %v, want 2", got)
+			}
+			if got := testutil.ToFloat64(m.callsStarted[callStream]); got != 2 {
+				t.Errorf("streams started %v, want 2", got)
+			}
+			// Each client's calls so far: its ServerCheck and the lock call.
+			unary := testutil.ToFloat64(m.callsStarted[callUnary])
+			if unary < 4 {
+				t.Errorf("unary calls started %v, want at least 4", unary)
+			}
+			if got := testutil.ToFloat64(m.callsHandled[callUnary][codes.OK]); got != unary {
+				t.Errorf("unary calls handled OK %v, want all %v", got, unary)
+			}
+			_ = b.Close()
+			waitFor(t, 5*time.Second, func() bool {
+				var ended float64
+				for c := codes.OK; c <= maxCode; c++ {
+					ended += testutil.ToFloat64(m.callsHandled[callStream][c])
+				}
+				return testutil.ToFloat64(m.transportConns) == 1 && ended == 1
+			})
+			checkLabels(t, reg)
+		})
+	}
+}
+
+func TestTransportConnectionErrorsCounted(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, Config{Metrics: reg, Transport: TransportH2})
+	nc, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	if _, err := nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	_ = nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.Copy(io.Discard, nc) // until the server closes
+	waitFor(t, 5*time.Second, func() bool {
+		return testutil.ToFloat64(ts.srv.m.connErrors.WithLabelValues("PROTOCOL_ERROR")) == 1 &&
+			testutil.ToFloat64(ts.srv.m.transportConns) == 0
+	})
+	checkLabels(t, reg)
 }

@@ -163,6 +163,7 @@ func (s *Server) newRPCServer() rpcServer {
 			MinPingInterval:  minClientPing,
 			Workers:          streamWorkers,
 			Log:              s.log.With().Str("transport", TransportH2).Logger(),
+			ConnError:        s.m.connError,
 		}, h2grpc.Handlers{Unary: s.Request, Stream: s.RequestBiStream})
 	}
 	opts := []grpc.ServerOption{
@@ -308,6 +309,13 @@ func (s *Server) newConn(remote net.Addr) *conn {
 
 // Request answers unary calls.
 func (s *Server) Request(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+	s.m.callStarted(callUnary)
+	out, err := s.request(ctx, p)
+	s.m.callHandled(callUnary, err)
+	return out, err
+}
+
+func (s *Server) request(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
 	c := connFrom(ctx)
 	if c == nil {
 		return nil, errors.New("gateway: call without a tracked connection")
@@ -389,6 +397,13 @@ func errorResponse(code int, msg string) *protocol.ErrorResponse {
 // RequestBiStream carries the connection setup and, afterwards, server
 // pushes and the client's replies to them.
 func (s *Server) RequestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.Payload]) error {
+	s.m.callStarted(callStream)
+	err := s.requestBiStream(stream)
+	s.m.callHandled(callStream, err)
+	return err
+}
+
+func (s *Server) requestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.Payload]) error {
 	ctx := stream.Context()
 	c := connFrom(ctx)
 	if c == nil {

@@ -276,6 +276,9 @@ func (c *conn) finish(err error) {
 	switch {
 	case ce != nil:
 		c.log.Warn().Str("code", ce.code.String()).Str("reason", ce.why).Msg("closing connection")
+		if f := c.s.cfg.ConnError; f != nil {
+			f(ce.code.String())
+		}
 		c.goAwayAndClose(ce.code, ce.why)
 	case err == nil, errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, os.ErrDeadlineExceeded) && c.isClosed():
 		c.close()
@@ -395,6 +398,9 @@ func (c *conn) keepalive() {
 		}
 		if pinged {
 			c.log.Info().Dur("timeout", c.s.cfg.KeepaliveTimeout).Msg("closing connection: keepalive ping not answered")
+			if f := c.s.cfg.ConnError; f != nil {
+				f("keepalive_timeout")
+			}
 			c.close()
 			return
 		}

@@ -40,6 +40,9 @@
 // RST_STREAM and WINDOW_UPDATE on a stream the client never opened are
 // PROTOCOL_ERROR, as RFC 9113 §5.1 says.
 //
+// The transport keeps no metrics of its own: Config.ConnError reports each
+// connection closed because of the client (the gateway counts them).
+//
 // Request headers are checked as RFC 9113 §8.2-8.3 asks: lowercase field
 // names without control characters, spaces or colons; values without NUL,
 // CR or LF and without leading or trailing whitespace; no

@@ -123,7 +123,8 @@ func serves(t *testing.T, s *testServer) {
 }
 
 func TestHostileBadPreface(t *testing.T) {
-	s := startServer(t, Config{}, Handlers{})
+	errs := make(chan string, 4)
+	s := startServer(t, Config{ConnError: func(code string) { errs <- code }}, Handlers{})
 	r := newRaw(t, s.addr, false)
 	if _, err := r.nc.Write([]byte("GET / HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n")); err != nil {
 		t.Fatal(err)
@@ -137,6 +138,9 @@ func TestHostileBadPreface(t *testing.T) {
 	serves(t, s)
 	if !strings.Contains(s.logs.String(), "bad client preface") {
 		t.Fatalf("no log line for the bad preface: %s", s.logs)
+	}
+	if code := <-errs; code != "PROTOCOL_ERROR" {
+		t.Fatalf("ConnError got %q, want PROTOCOL_ERROR", code)
 	}
 }
 
@@ -819,7 +823,9 @@ func TestRealClientsStayWithinFloodLimits(t *testing.T) {
 }
 
 func TestKeepalivePingsAndTheirAcks(t *testing.T) {
-	s := startServer(t, Config{KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 250 * time.Millisecond}, Handlers{})
+	errs := make(chan string, 4)
+	s := startServer(t, Config{KeepaliveTime: 10 * time.Millisecond, KeepaliveTimeout: 250 * time.Millisecond,
+		ConnError: func(code string) { errs <- code }}, Handlers{})
 	r := newRaw(t, s.addr, true)
 	// An idle client answering each keepalive ping: the ACKs are asked
 	// for, so more of them than maxUnaskedAcks are fine.
@@ -847,6 +853,9 @@ func TestKeepalivePingsAndTheirAcks(t *testing.T) {
 	}
 	if !strings.Contains(s.logs.String(), "keepalive ping not answered") {
 		t.Fatalf("no log line for the keepalive close: %s", s.logs)
+	}
+	if code := <-errs; code != "keepalive_timeout" {
+		t.Fatalf("ConnError got %q, want keepalive_timeout", code)
 	}
 	serves(t, s)
 }

@@ -75,6 +75,12 @@ type Config struct {
 	// Log gets one line per connection ended by a protocol violation or a
 	// limit, and debug lines otherwise.
 	Log zerolog.Logger
+	// ConnError, if set, is called once for each connection closed because
+	// of the client: with the GOAWAY's error code ("PROTOCOL_ERROR",
+	// "ENHANCE_YOUR_CALM", ...) for a protocol violation or a limit, with
+	// "keepalive_timeout" when a keepalive ping went unanswered. For
+	// counters: it must not block.
+	ConnError func(code string)
 
 	pendingLimit int // tests: maxPendingReq's bound instead of the default
 }

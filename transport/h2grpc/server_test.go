@@ -386,6 +386,8 @@ func TestUnknownMethodAndStatusErrors(t *testing.T) {
 			return nil, status.Error(codes.NotFound, "100% naïve\nlines")
 		case "plain":
 			return nil, errors.New("plain error")
+		case "context":
+			return nil, fmt.Errorf("gave up: %w", context.DeadlineExceeded)
 		}
 		return echo(ctx, p)
 	}})
@@ -404,6 +406,11 @@ func TestUnknownMethodAndStatusErrors(t *testing.T) {
 	_, err = client.Request(ctx, payload("T", "plain"))
 	if st := status.Convert(err); st.Code() != codes.Unknown || st.Message() != "plain error" {
 		t.Fatalf("plain error: %v", err)
+	}
+	// A context error keeps its code, as on grpc-go's server.
+	_, err = client.Request(ctx, payload("T", "context"))
+	if status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("context error: %v, want DeadlineExceeded", err)
 	}
 	// Compression is refused clearly.
 	_, err = client.Request(ctx, payload("T", "x"), grpc.UseCompressor("gzip"))

@@ -139,7 +139,12 @@ func statusOf(err error) (codes.Code, string) {
 	if err == nil {
 		return codes.OK, ""
 	}
-	s, _ := status.FromError(err) // codes.Unknown and err's text for other errors
+	s, ok := status.FromError(err)
+	if !ok {
+		// As grpc-go's server: a context error keeps its code, any other
+		// error is Unknown with its text.
+		s = status.FromContextError(err)
+	}
 	return s.Code(), s.Message()
 }
 
