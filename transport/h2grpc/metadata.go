@@ -154,6 +154,9 @@ type callCtx struct {
 func (c *callCtx) Value(key any) any {
 	switch key {
 	case mdIncomingKey:
+		if c.st.md.n == 0 {
+			return nil // as grpc-go: no metadata, none in the context
+		}
 		return c.st.incomingMD()
 	case transportStreamKey:
 		return (*transportStream)(c.st)

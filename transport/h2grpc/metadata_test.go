@@ -217,3 +217,15 @@ func TestHostileBadBinaryMetadata(t *testing.T) {
 		t.Fatal("the connection does not serve after the refused call")
 	}
 }
+
+func TestNoFieldsNoMetadata(t *testing.T) {
+	st := &stream{}
+	st.hctx = callCtx{context.Background(), st}
+	if md, ok := metadata.FromIncomingContext(&st.hctx); ok || md != nil {
+		t.Fatalf("a request without metadata fields: %v %v, want none (as grpc-go)", md, ok)
+	}
+	st.md.add("x-a", "1")
+	if md, ok := metadata.FromIncomingContext(&st.hctx); !ok || md.Get("x-a")[0] != "1" {
+		t.Fatalf("metadata %v %v", md, ok)
+	}
+}
