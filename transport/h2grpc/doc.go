@@ -23,20 +23,23 @@
 //     response and no writer goroutine to hand frames to;
 //   - a keepalive goroutine pings an idle peer and closes a dead one.
 //
-// Limits against peers that make the server work for nothing, each
-// answered with GOAWAY ENHANCE_YOUR_CALM and a warn line saying which:
-// concurrent streams count until their handlers return (rapid reset);
-// at most 100 SETTINGS frames between two new streams; pings closer than
-// MinPingInterval are struck, as grpc-go strikes them; a header block of
-// more than 64 frames or twice MaxHeaderListSize. And frames that carry
-// nothing are counted, per kind, since the client last sent something
-// useful (a new stream, or data for an open one): 16 empty DATA frames
-// (no payload, no END_STREAM; padding-only ones too), 100 PRIORITY,
-// unknown-type, repeated GOAWAY or malformed control frames and header
-// blocks on ended streams, 16 PING or SETTINGS ACKs for nothing the
-// server sent, and 100 WINDOW_UPDATE frames with no DATA sent since the
-// last one. grpc-go and grpc-java clients send none of the first three
-// kinds, and a WINDOW_UPDATE or two per DATA frame they receive.
+// Limits against peers that make the server work for nothing. Streams
+// count against MaxConcurrentStreams until their handlers return, so
+// resetting them frees no slot (rapid reset); one past the limit is
+// refused with REFUSED_STREAM. The others end the connection with GOAWAY
+// ENHANCE_YOUR_CALM and a warn line saying which: more than 100 SETTINGS
+// frames between two new streams; a third ping closer than
+// MinPingInterval to the one before (grpc-go's ping strikes); a header
+// block of more than 64 frames or twice MaxHeaderListSize. And frames
+// that carry nothing are counted, per kind, since the client last sent
+// something useful (a new stream, or data for an open one): 16 empty
+// DATA frames (no payload, no END_STREAM; padding-only ones too); 100
+// PRIORITY, unknown-type, repeated GOAWAY or malformed control frames
+// and header blocks on ended streams; 16 PING or SETTINGS ACKs for
+// nothing the server sent; 100 WINDOW_UPDATE frames with no DATA sent
+// since the last one. grpc-go and grpc-java clients send none of the
+// first three kinds, and a WINDOW_UPDATE or two per DATA frame they
+// receive.
 // RST_STREAM and WINDOW_UPDATE on a stream the client never opened are
 // PROTOCOL_ERROR, as RFC 9113 §5.1 says.
 //
@@ -62,7 +65,8 @@
 // base64 fails the call with INTERNAL, as on grpc-go) and a
 // grpc.ServerTransportStream (grpc.Method works). The gateway reads only
 // the peer, so the metadata is kept as the request's fields in the stream
-// and built only when asked for: a call costs no allocation for it.
+// and built only when asked for: a call costs no allocation for it
+// (unless it carries more than six such fields).
 //
 // Response metadata is not carried (the gateway sets none): grpc.SetHeader,
 // grpc.SendHeader and grpc.SetTrailer, and the stream's SetHeader and
