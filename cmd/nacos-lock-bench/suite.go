@@ -409,13 +409,13 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 	switch t {
 	case "nacos-lockd":
 		o.target = "nacos"
-		o.pid = s.procs[t].PID()
+		o.pids = []int{s.procs[t].PID()}
 		// addrs holds the main port
 	case "zookeeper":
 		o.target = "zk"
 	}
-	if p := s.procs[t]; p != nil && o.pid == 0 {
-		o.pid = p.PID()
+	if p := s.procs[t]; p != nil && len(o.pids) == 0 {
+		o.pids = []int{p.PID()}
 	}
 	rs, err := runOne(pctx, o, s.stderr)
 	if err != nil {
