@@ -4,6 +4,7 @@
 // protocol.
 //
 //	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--rate 1500] [--json] [--plot out.png]
+//	nacos-lock-bench --server 127.0.0.1:8848,127.0.0.1:8858,127.0.0.1:8868 --workload w1 --clients 64  # a running cluster: clients spread over its nodes
 //	nacos-lock-bench suite [--quick] [--targets ...] [--pin=false] [--rates 1500]   # make bench: nacos-lockd beside its peers, a table of ratios
 //	nacos-lock-bench ab --b other/nacos-lockd [--rate 1500]                         # make bench-ab: before/after, alternating
 //	nacos-lock-bench smoke                                                          # make bench-smoke: W1 and W2, correctness counters only
@@ -23,7 +24,9 @@
 // Targets (--target): nacos (default), nacoslock (nacos-lockd through
 // the nacoslock package, as an application uses it), redis, zk, grpc-noop (a no-op unary
 // server, see `serve-noop`), raft-noop (in-process dragonboat with a no-op
-// state machine). etcd's clients live in the bench/etcd module.
+// state machine). etcd's clients live in the bench/etcd module. The
+// suite adds nacos-lockd-3: three nacos-lockd nodes it starts as one
+// cluster, driven like nacos with several --server addresses.
 package main
 
 import (
