@@ -343,7 +343,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 		// others spread round-robin over the three.
 		addrs := c.Addrs()
 		lead := addrs[c.Leader]
-		addrs = append(addrs[c.Leader:], addrs[:c.Leader]...)
+		addrs = slices.Concat(addrs[c.Leader:], addrs[:c.Leader])
 		s.started(t, strings.Join(addrs, ","), c.Procs...)
 		if s.leaders == nil {
 			s.leaders = map[string]string{}
