@@ -144,7 +144,7 @@ nacos-fixtures: ## regenerate compat/testdata/nacos from real Java serialisation
 BENCH_FLAGS ?=
 
 
-bench: build ## nacos-lockd beside etcd, Redis, ZooKeeper and the gRPC/dragonboat ceilings; table of ratios in bench/results/
+bench: build ## nacos-lockd (one node, and a 3-node cluster) beside etcd, Redis, ZooKeeper and the gRPC/dragonboat ceilings; table of ratios in bench/results/
 	./$(BIN)/nacos-lock-bench suite --lockd $(BIN)/nacos-lockd --out bench/results $(BENCH_FLAGS)
 
 bench-quick: build ## the same with 3 s points: does every peer still install and run?

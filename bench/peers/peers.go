@@ -3,6 +3,7 @@ package peers
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -370,6 +372,179 @@ func NacosLockd(ctx context.Context, cpus CPUSet, bin, dir string, port int, ext
 		return nil, 0, err
 	}
 	return p, time.Since(start), nil
+}
+
+// FreePorts returns n ports as FreePort does, no two of whose triples
+// (port-1000, port, port+1000) overlap, for the nodes of one cluster.
+func FreePorts(n int) ([]int, error) {
+	var out []int
+	for tries := 0; len(out) < n; tries++ {
+		if tries >= 50*n {
+			return nil, errors.New("no free, non-overlapping port triples found")
+		}
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		ok := true
+		for _, q := range out {
+			if d := p - q; d == 0 || d == 1000 || d == -1000 || d == 2000 || d == -2000 {
+				ok = false
+			}
+		}
+		if ok {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+// LockdCluster is a nacos-lockd cluster started by NacosLockdCluster.
+type LockdCluster struct {
+	Procs  []*Proc
+	Ports  []int // each node's main port (Raft on port-1000, SDK gRPC on port+1000)
+	Leader int   // index of the node that led once all were ready
+}
+
+// Addrs is the nodes' main-port addresses, as cluster.conf lists them and
+// a Nacos client's multi-address serverAddr would.
+func (c *LockdCluster) Addrs() []string {
+	out := make([]string, len(c.Ports))
+	for i, p := range c.Ports {
+		out[i] = net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+	}
+	return out
+}
+
+// PIDs is every node's process id.
+func (c *LockdCluster) PIDs() []int {
+	out := make([]int, len(c.Procs))
+	for i, p := range c.Procs {
+		out[i] = p.PID()
+	}
+	return out
+}
+
+// Stop stops every node (all at once, each with grace).
+func (c *LockdCluster) Stop(grace time.Duration) {
+	var wg sync.WaitGroup
+	for _, p := range c.Procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.Stop(grace)
+		}()
+	}
+	wg.Wait()
+}
+
+// NacosLockdCluster starts one nacos-lockd process from bin per main port
+// in ports (FreePorts) as one cluster on loopback, all pinned to cpus:
+// dir/cluster.conf lists 127.0.0.1:<port> for each, and node i runs with
+// its own --port and data dir (dir/node<i>/data), --ip 127.0.0.1 and
+// extra. It returns once every node answers /readyz (which needs a
+// leader) and every node names the same leader in /v1/cluster/members.
+func NacosLockdCluster(ctx context.Context, cpus CPUSet, bin, dir string, ports []int, extra ...string) (*LockdCluster, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	c := &LockdCluster{Ports: slices.Clone(ports), Leader: -1}
+	conf := filepath.Join(dir, "cluster.conf")
+	if err := os.WriteFile(conf, []byte("# nacos-lock-bench\n"+strings.Join(c.Addrs(), "\n")+"\n"), 0o644); err != nil {
+		return nil, err
+	}
+	for i, port := range ports {
+		nd := filepath.Join(dir, fmt.Sprintf("node%d", i))
+		args := append([]string{"--port", strconv.Itoa(port), "--ip", "127.0.0.1", "--cluster-conf", conf,
+			"--data-dir", filepath.Join(nd, "data"), "--log-level", "warn"}, extra...)
+		p, err := StartOn(cpus, fmt.Sprintf("nacos-lockd-%d", i), nd, bin, args...)
+		if err != nil {
+			c.Stop(5 * time.Second)
+			return nil, err
+		}
+		c.Procs = append(c.Procs, p)
+	}
+	// A node is ready only once a quorum has elected a leader, so every
+	// node is started before any is waited for.
+	for i, p := range c.Procs {
+		if err := p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[i])); err != nil {
+			c.Stop(5 * time.Second)
+			return nil, err
+		}
+	}
+	for {
+		leader, err := c.agreedLeader(ctx)
+		if err == nil {
+			c.Leader = leader
+			return c, nil
+		}
+		select {
+		case <-ctx.Done():
+			c.Stop(5 * time.Second)
+			return nil, fmt.Errorf("cluster of %d: no agreed leader (last: %v): %w", len(ports), err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// agreedLeader is the index of the node every node's /v1/cluster/members
+// names leader.
+func (c *LockdCluster) agreedLeader(ctx context.Context) (int, error) {
+	addrs := c.Addrs()
+	agreed := -1
+	for i, a := range addrs {
+		if c.Procs[i].Exited() {
+			return -1, fmt.Errorf("%s exited: %v\n%s", c.Procs[i].Name, c.Procs[i].err, c.Procs[i].Tail(15))
+		}
+		leader, err := memberLeader(ctx, a)
+		if err != nil {
+			return -1, fmt.Errorf("%s: %w", a, err)
+		}
+		li := slices.Index(addrs, leader)
+		switch {
+		case li < 0:
+			return -1, fmt.Errorf("%s names leader %q, not a member", a, leader)
+		case agreed >= 0 && li != agreed:
+			return -1, fmt.Errorf("%s names leader %s, %s names %s", addrs[0], addrs[agreed], a, leader)
+		}
+		agreed = li
+	}
+	return agreed, nil
+}
+
+// memberLeader asks the node at httpAddr (main port) for the address of
+// the member it sees leading.
+func memberLeader(ctx context.Context, httpAddr string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 12*time.Second) // the server bounds its ReadIndex at 10 s
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/v1/cluster/members", nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Members []struct {
+			Address string `json:"address"`
+			Role    string `json:"role"`
+		} `json:"members"`
+		Error string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("members: %d %s", resp.StatusCode, out.Error)
+	}
+	for _, m := range out.Members {
+		if m.Role == "leader" {
+			return m.Address, nil
+		}
+	}
+	return "", errors.New("no member is leader")
 }
 
 // Metric reads one sample from a Prometheus text endpoint: name with the

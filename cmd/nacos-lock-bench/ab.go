@@ -107,7 +107,7 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			got := map[string]load.Report{}
 			for _, s := range order {
 				o := options{target: "nacos", server: s.addr, workload: *workload, clients: c, duration: *duration,
-					warmup: *warmup, lease: 30000, pid: s.proc.PID(), rate: *rate}
+					warmup: *warmup, lease: 30000, pids: []int{s.proc.PID()}, rate: *rate}
 				reps, err := runOne(ctx, o, nil)
 				if err != nil {
 					return fmt.Errorf("%s c=%d: %w", s.name, c, err)

@@ -69,7 +69,7 @@ func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report,
 		strconv.FormatInt(warm.Milliseconds(), 10), strconv.FormatInt(s.duration.Milliseconds(), 10), "30000")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
-	pids := []int{s.procs[t].PID()}
+	pids := s.pids(t)
 	cpu0, t0 := load.CPUSeconds(pids), time.Now()
 	// The JVM client is load generator: on its CPUs.
 	err := peers.StartCmd(cmd, s.pin.Client)

@@ -4,6 +4,7 @@
 // protocol.
 //
 //	nacos-lock-bench --server 127.0.0.1:8848 --workload w1 --clients 64 --duration 10s [--rate 1500] [--json] [--plot out.png]
+//	nacos-lock-bench --server 127.0.0.1:8848,127.0.0.1:8858,127.0.0.1:8868 --workload w1 --clients 64  # a running cluster: clients spread over its nodes
 //	nacos-lock-bench suite [--quick] [--targets ...] [--pin=false] [--rates 1500]   # make bench: nacos-lockd beside its peers, a table of ratios
 //	nacos-lock-bench ab --b other/nacos-lockd [--rate 1500]                         # make bench-ab: before/after, alternating
 //	nacos-lock-bench smoke                                                          # make bench-smoke: W1 and W2, correctness counters only
@@ -23,7 +24,9 @@
 // Targets (--target): nacos (default), nacoslock (nacos-lockd through
 // the nacoslock package, as an application uses it), redis, zk, grpc-noop (a no-op unary
 // server, see `serve-noop`), raft-noop (in-process dragonboat with a no-op
-// state machine). etcd's clients live in the bench/etcd module.
+// state machine). etcd's clients live in the bench/etcd module. The
+// suite adds nacos-lockd-3: three nacos-lockd nodes it starts as one
+// cluster, driven like nacos with several --server addresses.
 package main
 
 import (
@@ -73,7 +76,7 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 
 type options struct {
 	target     string
-	server     string // nacos: main port address (the SDK port is +1000); others: their client address
+	server     string // nacos: main port address (the SDK port is +1000), or several comma-separated (a cluster); others: their client address
 	workload   string
 	clients    int
 	duration   time.Duration
@@ -81,7 +84,7 @@ type options struct {
 	lease      int64 // ms
 	json       bool
 	plot       string
-	pid        int
+	pids       []int  // server processes for CPU/RSS (none: found from the listening ports)
 	spawn      string // nacos-lockd binary to start on --server's port
 	locks      string // w3/w4/w5 lock counts, comma-separated
 	churnLease int64  // w4 lease, ms
@@ -96,7 +99,7 @@ type options struct {
 
 func (o *options) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.target, "target", "nacos", "nacos, nacoslock (nacos-lockd through the Go package), redis, zk, grpc-noop or raft-noop")
-	fs.StringVar(&o.server, "server", "127.0.0.1:8848", "nacos: server main port address (SDK port is +1000); other targets: their client address")
+	fs.StringVar(&o.server, "server", "127.0.0.1:8848", "nacos: server main port address (SDK port is +1000), or a cluster's, comma-separated like a Nacos serverAddr (clients spread over them round-robin; w1 and w2); other targets: their client address")
 	fs.StringVar(&o.workload, "workload", "w1", "w1, w2, w3, w4 or w5")
 	fs.IntVar(&o.clients, "clients", 16, "concurrent clients, one connection each")
 	fs.DurationVar(&o.duration, "duration", 10*time.Second, "measured time")
@@ -104,7 +107,7 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.Int64Var(&o.lease, "lease", 30000, "lease in ms for each acquire")
 	fs.BoolVar(&o.json, "json", false, "print the report as JSON")
 	fs.StringVar(&o.plot, "plot", "", "write a latency/throughput chart (PNG) to this file")
-	fs.IntVar(&o.pid, "pid", 0, "server process id for CPU/RSS (default: found from the listening port)")
+	fs.Func("pid", "server process id(s) for CPU/RSS, comma-separated: CPU and RSS are summed over them (default: found from the listening port(s))", pidsFlag(&o.pids))
 	fs.StringVar(&o.spawn, "spawn", "", "start this nacos-lockd binary on --server's port with a fresh data dir (w3 needs it for snapshot and restart figures)")
 	fs.StringVar(&o.locks, "locks", "", "w3: locks held at once (default 100000,1000000); w4: leases (default 100000); w5: held locks (default 10000)")
 	fs.Int64Var(&o.churnLease, "churn-lease", 5000, "w4: lease in ms")
@@ -114,6 +117,20 @@ func (o *options) flags(fs *flag.FlagSet) {
 	fs.Float64Var(&o.rate, "rate", 0, "w1: open loop, this many pairs/s in total spread evenly over the clients; latency from each pair's scheduled start (0: closed loop)")
 	fs.Func("server-cpus", "pin the servers this run starts (--spawn, raft-noop as a child process) to these CPUs from their start, e.g. 0", cpuFlag(&o.serverCPUs))
 	fs.Func("client-cpus", "pin this process (the load generator, every thread) to these CPUs, e.g. 1-3", cpuFlag(&o.clientCPUs))
+}
+
+func pidsFlag(dst *[]int) func(string) error {
+	return func(v string) error {
+		*dst = nil
+		for _, f := range strings.Split(v, ",") {
+			pid, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || pid <= 0 {
+				return fmt.Errorf("want process ids, comma-separated, not %q", v)
+			}
+			*dst = append(*dst, pid)
+		}
+		return nil
+	}
 }
 
 func cpuFlag(dst *peers.CPUSet) func(string) error {
@@ -213,15 +230,15 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 		rep.Notes = append(rep.Notes, "in-process: CPU and RSS are the bench process's, clients included")
 		return []load.Report{rep}, err
 	case "redis", "redis-fsync-always", "redis-fsync-off":
-		spec.PIDs = pidsOf(o.pid, o.server)
+		spec.PIDs = pidsOf(o.pids, o.server)
 		rep, err := w12(ctx, o, spec, dialRedis(o.server, time.Duration(o.lease)*time.Millisecond))
 		return []load.Report{rep}, err
 	case "zk", "zookeeper":
-		spec.PIDs = pidsOf(o.pid, o.server)
+		spec.PIDs = pidsOf(o.pids, o.server)
 		rep, err := w12(ctx, o, spec, dialZK(o.server))
 		return []load.Report{rep}, err
 	case "grpc-noop":
-		spec.PIDs = pidsOf(o.pid, o.server)
+		spec.PIDs = pidsOf(o.pids, o.server)
 		rep, err := w12(ctx, o, spec, dialNoop(o.server))
 		return []load.Report{rep}, err
 	case "nacoslock":
@@ -238,6 +255,10 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 		return nil, fmt.Errorf("unknown target %q (etcd runs from bench/etcd)", o.target)
 	}
 	spec.Target = "nacos-lockd"
+	if addrs := serverList(o.server); len(addrs) > 1 {
+		rep, err := nacosCluster(ctx, o, spec, addrs)
+		return []load.Report{rep}, err
+	}
 	if o.workload == "w3" {
 		return w3(ctx, o, spec)
 	}
@@ -276,9 +297,9 @@ func w12(ctx context.Context, o options, spec load.Spec, dial load.Dialer) (load
 	return load.Report{}, fmt.Errorf("%s cannot run %s", o.target, o.workload)
 }
 
-func pidsOf(pid int, addr string) []int {
-	if pid != 0 {
-		return []int{pid}
+func pidsOf(pids []int, addr string) []int {
+	if len(pids) > 0 {
+		return pids
 	}
 	_, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -316,7 +337,9 @@ func nacosServer(ctx context.Context, o options) (*nacosSrv, error) {
 	s := &nacosSrv{mainPort: mainPort, grpcAddr: net.JoinHostPort(host, strconv.Itoa(mainPort+1000)),
 		metrics: fmt.Sprintf("http://%s/metrics", net.JoinHostPort(host, port))}
 	if o.spawn == "" {
-		s.extPID = o.pid
+		if len(o.pids) > 0 {
+			s.extPID = o.pids[0]
+		}
 		if s.extPID == 0 {
 			s.extPID = load.PIDListening(mainPort + 1000)
 		}

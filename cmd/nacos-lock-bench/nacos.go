@@ -23,8 +23,14 @@ type nacosLocker struct {
 }
 
 func dialNacos(grpcAddr string, lease int64) load.Dialer {
+	return dialNacosAll([]string{grpcAddr}, lease)
+}
+
+// dialNacosAll spreads the clients over several nodes' SDK addresses:
+// client i connects to grpcAddrs[i mod len].
+func dialNacosAll(grpcAddrs []string, lease int64) load.Dialer {
 	return func(ctx context.Context, i int) (load.Locker, error) {
-		c, err := client.Dial(ctx, grpcAddr, client.WithClientVersion("nacos-lock-bench"))
+		c, err := client.Dial(ctx, grpcAddrs[i%len(grpcAddrs)], client.WithClientVersion("nacos-lock-bench"))
 		if err != nil {
 			return nil, err
 		}

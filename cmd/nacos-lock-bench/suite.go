@@ -31,8 +31,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs (3 s), fewer points, W3 at 100k only: a check that everything works (flags given explicitly win)")
-	targetsFlag := fs.String("targets", "nacos-lockd,nacoslock,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
-		"targets to run; peers that cannot be installed are skipped with a message")
+	targetsFlag := fs.String("targets", "nacos-lockd,nacos-lockd-3,nacoslock,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
+		"targets to run (nacos-lockd-3: three nacos-lockd nodes as one cluster, clients spread over them, CPU and RSS of all three); peers that cannot be installed are skipped with a message")
 	javaModule := fs.String("java-module", "interop/java/versions/diff", "nacos-lockd-java, nacos-3.1: the interop/java module whose client BenchGen1Main runs with (nacos-client 3.1.0)")
 	nacosPeer := fs.String("nacos-peer", "interop/nacos-peer", "nacos-3.1: the real Nacos 3.1.0 server module (built on demand)")
 	workloads := fs.String("workloads", "w1,w2,w3,w4,w5", "workloads")
@@ -238,8 +238,10 @@ type suite struct {
 	stdout, stderr    io.Writer
 	work, self, lockd string
 	duration, warmup  time.Duration
-	procs             map[string]*peers.Proc
-	addrs             map[string]string
+	procs             map[string][]*peers.Proc // a target's server processes (nacos-lockd-3: its three nodes)
+	addrs             map[string]string        // nacos-lockd-3: the nodes' main ports, comma-separated, leader first
+	leaders           map[string]string        // nacos-lockd-3: the node that led once all were ready
+	clusterPorts      []int                    // nacos-lockd-3's main ports (nil: free ones; tests pick their own)
 	skipped           map[string]string
 	etcdBin           string
 	javaModule        string // see java.go
@@ -257,28 +259,55 @@ func (s *suite) skip(t string, err error) {
 	fmt.Fprintf(s.stderr, "-- skipping %s: %v\n", t, err)
 }
 
-func (s *suite) started(t, addr string, p *peers.Proc) {
+func (s *suite) started(t, addr string, ps ...*peers.Proc) {
 	if s.procs == nil {
-		s.procs = map[string]*peers.Proc{}
+		s.procs = map[string][]*peers.Proc{}
 		s.addrs = map[string]string{}
 	}
 	if s.skipped == nil {
 		s.skipped = map[string]string{}
 	}
-	s.procs[t], s.addrs[t] = p, addr
-	where := ""
-	if p != nil && len(p.CPUs) > 0 {
-		where = fmt.Sprintf(" (pid %d, CPU %s)", p.PID(), p.CPUs)
-		if err := peers.CheckAffinity(p.PID(), p.CPUs); err != nil {
-			where += ": pinning NOT confirmed: " + err.Error()
+	s.procs[t], s.addrs[t] = slices.DeleteFunc(ps, func(p *peers.Proc) bool { return p == nil }), addr
+	var where []string
+	for _, p := range s.procs[t] {
+		if len(p.CPUs) == 0 {
+			continue
 		}
+		w := fmt.Sprintf("pid %d, CPU %s", p.PID(), p.CPUs)
+		if err := peers.CheckAffinity(p.PID(), p.CPUs); err != nil {
+			w += ": pinning NOT confirmed: " + err.Error()
+		}
+		where = append(where, w)
 	}
-	fmt.Fprintf(s.stderr, "   %s on %s%s\n", t, addr, where)
+	line := ""
+	if len(where) > 0 {
+		line = " (" + strings.Join(where, "; ") + ")"
+	}
+	fmt.Fprintf(s.stderr, "   %s on %s%s\n", t, addr, line)
 }
 
+// pids is every server process of target t.
+func (s *suite) pids(t string) []int {
+	var out []int
+	for _, p := range s.procs[t] {
+		out = append(out, p.PID())
+	}
+	return out
+}
+
+// stopAll stops every target's servers, the nodes of a cluster at once.
 func (s *suite) stopAll() {
-	for t, p := range s.procs {
-		p.Stop(20 * time.Second)
+	for t, ps := range s.procs {
+		done := make(chan struct{}, len(ps))
+		for _, p := range ps {
+			go func() {
+				p.Stop(20 * time.Second)
+				done <- struct{}{}
+			}()
+		}
+		for range ps {
+			<-done
+		}
 		delete(s.procs, t)
 	}
 }
@@ -299,6 +328,28 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			return err
 		}
 		s.started(t, addr, p)
+	case clusterTarget:
+		ports := s.clusterPorts
+		if ports == nil {
+			if ports, err = peers.FreePorts(3); err != nil {
+				return err
+			}
+		}
+		c, err := peers.NacosLockdCluster(sctx, s.pin.Server, s.lockd, dir, ports)
+		if err != nil {
+			return err
+		}
+		// Leader first: client 0 (all of c=1) is on the leader, the
+		// others spread round-robin over the three.
+		addrs := c.Addrs()
+		lead := addrs[c.Leader]
+		addrs = slices.Concat(addrs[c.Leader:], addrs[:c.Leader])
+		s.started(t, strings.Join(addrs, ","), c.Procs...)
+		if s.leaders == nil {
+			s.leaders = map[string]string{}
+		}
+		s.leaders[t] = lead
+		fmt.Fprintf(s.stderr, "   %s: leader %s\n", t, lead)
 	case "etcd-mutex", "etcd-v3lock":
 		if s.etcdBin == "" {
 			mod, err := filepath.Abs(etcdModule)
@@ -386,7 +437,7 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 		var out bytes.Buffer
 		cmd := exec.CommandContext(pctx, s.etcdBin, "bench", "--target", t, "--server", s.addrs[t], "--workload", w,
 			"--clients", strconv.Itoa(c), "--duration", s.duration.String(), "--warmup", s.warmup.String(), "--json",
-			"--pid", strconv.Itoa(s.procs[t].PID()))
+			"--pid", strconv.Itoa(s.pids(t)[0]))
 		if rate > 0 {
 			cmd.Args = append(cmd.Args, "--rate", strconv.FormatFloat(rate, 'g', -1, 64))
 		}
@@ -407,21 +458,21 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.warmup, lease: 30000,
 		rate: rate, serverCPUs: s.pin.Server, self: s.self}
 	switch t {
-	case "nacos-lockd":
+	case "nacos-lockd", clusterTarget:
 		o.target = "nacos"
-		o.pid = s.procs[t].PID()
-		// addrs holds the main port
+		// addrs holds the main port(s)
 	case "zookeeper":
 		o.target = "zk"
 	}
-	if p := s.procs[t]; p != nil && o.pid == 0 {
-		o.pid = p.PID()
-	}
+	o.pids = s.pids(t)
 	rs, err := runOne(pctx, o, s.stderr)
 	if err != nil {
 		return load.Report{}, err
 	}
 	rs[0].Target = t
+	if lead := s.leaders[t]; lead != "" {
+		rs[0].Notes = append(rs[0].Notes, fmt.Sprintf("leader when the cluster started: %s (listed first)", lead))
+	}
 	return rs[0], nil
 }
 

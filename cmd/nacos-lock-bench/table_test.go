@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -175,4 +176,48 @@ func TestPkgTable(t *testing.T) {
 	if s := pkgTable(reps, map[string]string{"etcd-mutex": "not installed"}); s != "" {
 		t.Errorf("section with etcd-mutex skipped:\n%s", s)
 	}
+}
+
+// TestRatioTableClusterTarget: nacos-lockd-3 gets a column of the main
+// table, its own FIFO and errors line, and issue 13 item 8 is judged
+// from its W1 c=64 pairs/s against the single node's of the same run;
+// without either of the two the line says it was not measured.
+func TestRatioTableClusterTarget(t *testing.T) {
+	reps, targets := syntheticRun()
+	targets = append(targets, clusterTarget)
+	cluster := func(w string, c int, ops float64, errs int64) load.Report {
+		return load.Report{Target: clusterTarget, Workload: w, Clients: c, Ops: 1000, OpsPerSec: ops, P50Ms: 5, P99Ms: 10,
+			ServerCPUPerOp: 250, ServerRSSMiB: 150, Errors: errs, FIFOViolations: -1}
+	}
+	w2 := cluster("w2", 16, 3000, 0)
+	w2.FIFOViolations, w2.FIFOChecked = 0, 300
+	met := append(slices.Clone(reps), cluster("w1", 64, 17000, 0), w2)
+	got := ratioTable(met, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1})
+	wantLines(t, got,
+		"| workload | metric | nacos-lockd | / grpc-noop | / raft-noop | / zookeeper | / etcd-mutex | / etcd-v3lock | / nacos-lockd-3 |",
+		"| W1 c=64 | pairs/s | 20000 | 0.91x | 0.67x | 1.33x | 4.00x | 3.33x | 1.18x |",
+		"| W1 c=64 | server CPU µs/op (peer's, ours/peer) | 100 | 80.0 (1.25x) | 60.0 (1.67x) | 150 (0.67x) | 400 (0.25x) | 300 (0.33x) | 250 (0.40x) |",
+		"nacos-lockd-3 (three nodes, one cluster, clients spread over them; server CPU and RSS summed over the three) W2 FIFO violations: 0 of 300 grants checked; errors across the run: 0.",
+		"- 3-node W1 c=64 pairs/s >= 0.8x the single node's: MET (0.85x: 17000 vs 20000 pairs/s)",
+	)
+	notMet := append(slices.Clone(reps), cluster("w1", 64, 15000, 2))
+	got = ratioTable(notMet, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1})
+	wantLines(t, got,
+		"- 3-node W1 c=64 pairs/s >= 0.8x the single node's: NOT MET (0.75x: 15000 vs 20000 pairs/s)",
+		"errors across the run: 2.",
+	)
+	// Not measured: the cluster did not run, or the single node did not.
+	got = ratioTable(reps, targets, map[string]string{clusterTarget: "no cluster"}, tableMeta{machine: "test box", rounds: 1})
+	wantLines(t, got, "- 3-node W1 c=64 pairs/s >= 0.8x the single node's: not measured in this run\n", "- nacos-lockd-3: no cluster")
+	if strings.Contains(got, "nacos-lockd-3 (three nodes") {
+		t.Errorf("a cluster line without cluster reports:\n%s", got)
+	}
+	var noSingle []load.Report
+	for _, r := range met {
+		if r.Target != "nacos-lockd" {
+			noSingle = append(noSingle, r)
+		}
+	}
+	got = ratioTable(noSingle, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1})
+	wantLines(t, got, "- 3-node W1 c=64 pairs/s >= 0.8x the single node's: not measured in this run\n")
 }

@@ -440,6 +440,8 @@ func supports(target, workload string) (bool, string) {
 	switch {
 	case isJavaTarget(target) && workload != "w1" && workload != "w2":
 		return false, "the Java load program runs w1 and w2"
+	case target == clusterTarget && workload != "w1" && workload != "w2":
+		return false, "the cluster target runs w1 and w2 (w3-w5 measure one node: see nacos-lockd)"
 	case workload == "w1":
 		return true, ""
 	case workload == "w2" && (target == "grpc-noop" || target == "raft-noop"):
