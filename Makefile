@@ -10,7 +10,7 @@ FUZZTIME  ?= 20000x
 MVN       ?= mvn
 MVN_FLAGS ?= -B -ntp -fae
 # TRANSPORT picks the server's --transport for the interop suites (the
-# binary reads NACOS_LOCKD_TRANSPORT); empty: the default, grpc.
+# binary reads NACOS_LOCKD_TRANSPORT); empty: the default, h2.
 TRANSPORT ?=
 NACOS33_FLAGS ?=   # e.g. -Dnacos33.client.version=3.3.0 -Dmaven.repo.local=/path/holding/it
 
@@ -100,9 +100,9 @@ fmt-check: ## fail if gofmt would change a file
 # -tags testhooks: the test hooks' own tests (storage failpoint, --test-hooks file) need them
 # compiled in. The binaries the process and cluster tests start are release builds (interop/procs
 # builds them without the tag), and so are bin/ and dist/.
-test-go: ## Go unit, gateway, process and cluster tests, race detector on, never cached (-count=1); the gateway's again over --transport h2
+test-go: ## Go unit, gateway, process and cluster tests, race detector on, never cached (-count=1); the gateway's again over --transport grpc
 	$(GO) test -race -count=1 -timeout 20m -tags testhooks ./...
-	NACOS_LOCKD_TEST_TRANSPORT=h2 $(GO) test -race -count=1 -timeout 5m ./gateway
+	NACOS_LOCKD_TEST_TRANSPORT=grpc $(GO) test -race -count=1 -timeout 5m ./gateway
 
 # Every fuzz target, FUZZTIME each. The default is a count of inputs, not a duration: with a
 # duration, Go 1.26's fuzz coordinator can report a bare `context deadline exceeded` at the end
@@ -124,10 +124,10 @@ fuzz: fuzz-smoke ## same as fuzz-smoke; set FUZZTIME for a longer run
 
 interop: interop-java interop-go ## suites against the real Nacos SDKs (CI)
 
-interop-java: build ## nacos-client 3.0.0, 3.1.1, 3.2.1-2026.03.30 (one Maven reactor) against bin/nacos-lockd (TRANSPORT=h2: on --transport h2)
+interop-java: build ## nacos-client 3.0.0, 3.1.1, 3.2.1-2026.03.30 (one Maven reactor) against bin/nacos-lockd (TRANSPORT=grpc: on --transport grpc)
 	NACOS_LOCKD_TRANSPORT=$(TRANSPORT) $(MVN) $(MVN_FLAGS) -f interop/java/pom.xml test -Dnacos.lockd.binary=$(CURDIR)/$(BIN)/nacos-lockd
 
-interop-go: build ## nacos-sdk-go/v2 v2.3.2 RPC client against bin/nacos-lockd (own module interop/gosdk; TRANSPORT=h2: on --transport h2)
+interop-go: build ## nacos-sdk-go/v2 v2.3.2 RPC client against bin/nacos-lockd (own module interop/gosdk; TRANSPORT=grpc: on --transport grpc)
 	cd interop/gosdk && $(GO) vet ./... && NACOS_LOCKD_TRANSPORT=$(TRANSPORT) NACOS_LOCKD_BINARY=$(CURDIR)/$(BIN)/nacos-lockd $(GO) test -count=1 -timeout 5m ./...
 
 interop-java-33: build ## Gen 2 suite; needs a 3.3.x nacos-client in a local repository (none on Maven Central)

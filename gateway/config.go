@@ -54,8 +54,8 @@ type Config struct {
 	// certificates checked if the config asks for them).
 	TLS *tls.Config
 
-	// Transport picks the SDK port's gRPC server (--transport): "grpc" or ""
-	// for grpc-go, "h2" for package transport/h2grpc (experimental).
+	// Transport picks the SDK port's gRPC server (--transport): "h2" or ""
+	// for package transport/h2grpc, "grpc" for grpc-go's.
 	Transport string
 
 	// MaxMessageSize bounds one gRPC message; the Java client's own limit

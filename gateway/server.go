@@ -94,8 +94,8 @@ const streamWorkers = 256
 
 // Transports (Config.Transport).
 const (
+	TransportH2   = "h2"   // transport/h2grpc, the default
 	TransportGRPC = "grpc" // grpc-go's server
-	TransportH2   = "h2"   // transport/h2grpc, experimental
 )
 
 // rpcServer is what Serve and shutdown need of a gRPC server: grpc-go's
@@ -145,7 +145,7 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener, table Table) error
 
 func (s *Server) transport() string {
 	if s.cfg.Transport == "" {
-		return TransportGRPC
+		return TransportH2
 	}
 	return s.cfg.Transport
 }

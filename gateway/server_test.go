@@ -38,8 +38,8 @@ func startServer(t *testing.T, cfg Config) *testServer {
 }
 
 // testTransport is the transport the tests serve on unless one names its
-// own: $NACOS_LOCKD_TEST_TRANSPORT (make test-gateway-h2 runs the whole
-// package on h2), else the default.
+// own: $NACOS_LOCKD_TEST_TRANSPORT (make test-go runs the whole package
+// again on grpc, the transport that is not the default), else the default.
 func testTransport() string { return os.Getenv("NACOS_LOCKD_TEST_TRANSPORT") }
 
 func startServerLog(t *testing.T, cfg Config, log zerolog.Logger) *testServer {

@@ -9,7 +9,7 @@ import (
 // TestOnBothTransports runs the core behaviours on each transport in every
 // run: the handshake, lock calls, a push that wakes a waiter, a slow
 // reader dropped, TLS and the shutdown's client reset. (make test-go runs
-// the whole package on h2 as well, NACOS_LOCKD_TEST_TRANSPORT=h2.)
+// the whole package on grpc as well, NACOS_LOCKD_TEST_TRANSPORT=grpc.)
 func TestOnBothTransports(t *testing.T) {
 	for _, tr := range []string{TransportGRPC, TransportH2} {
 		t.Run(tr, func(t *testing.T) {

@@ -93,9 +93,9 @@ var (
 		Doc: "lock commands that arrive while earlier ones commit share the next Raft entry, and renews that come in quick succession wait up to this long for company (saves CPU per renew; such a renew is answered up to this much later, a renew after a quieter spell and every other command at once); 0 turns batching off: every command its own entry and every claim a Raft entry",
 	})
 	Transport = declare(Setting{
-		Flag: "transport", Env: "NACOS_LOCKD_TRANSPORT", Kind: String, Default: "grpc",
-		Choices: []string{"grpc", "h2"},
-		Doc:     "the SDK port's gRPC server: grpc (grpc-go) or h2, EXPERIMENTAL: our lean HTTP/2 server for the two Nacos methods (package transport/h2grpc), less CPU per call",
+		Flag: "transport", Env: "NACOS_LOCKD_TRANSPORT", Kind: String, Default: "h2",
+		Choices: []string{"h2", "grpc"},
+		Doc:     "the SDK port's gRPC server: h2, our lean HTTP/2 server for the two Nacos methods (package transport/h2grpc: less CPU per call, more calls per second), or grpc, grpc-go's server (the default until December 2026, kept as the fallback)",
 	})
 	ShowVersion = declare(Setting{
 		Flag: "version", Kind: Bool, Default: false,

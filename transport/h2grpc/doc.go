@@ -9,8 +9,9 @@
 // reader, the handler and the writer goroutine). The measuring server in
 // cmd/nacos-lock-bench (h2lite) showed what a lean transport saves: 0.75x
 // grpc-go's CPU per call at 64 clients. This package is that design made
-// fit for production behind a flag (--transport h2): what grpc-java,
-// grpc-go and nacos-sdk-go clients need and nothing more.
+// fit for production, and the default (--transport h2; grpc-go's server
+// stays as --transport grpc): what grpc-java, grpc-go and nacos-sdk-go
+// clients need and nothing more.
 //
 // Design, per connection:
 //   - one reader goroutine reads frames (x/net/http2's Framer and hpack
