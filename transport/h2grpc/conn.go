@@ -691,7 +691,7 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	c.lastStream = id
 	if h.malformed != "" {
 		// A malformed request is an error of its stream only (RFC 9113
-		// §8.1.1): the connection and its other calls go on.
+		// section 8.1.1): the connection and its other calls go on.
 		c.mu.Unlock()
 		c.log.Debug().Uint32("stream", id).Str("reason", h.malformed).Msg("malformed request: stream reset")
 		c.writeReset(id, http2.ErrCodeProtocol)
@@ -788,7 +788,7 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 // onTrailers takes a header block on a stream the client has used: the
 // request's trailers, which end it (gRPC clients send none, but HTTP/2
 // allows them). A block on a stream that has ended is ignored (RFC 9113
-// §5.1: frames may cross our RST_STREAM).
+// section 5.1: frames may cross our RST_STREAM).
 func (c *conn) onTrailers(h *requestHeaders) error {
 	c.mu.Lock()
 	st := c.streams[h.id]

@@ -42,12 +42,12 @@
 // first three kinds, and a WINDOW_UPDATE or two per DATA frame they
 // receive.
 // RST_STREAM and WINDOW_UPDATE on a stream the client never opened are
-// PROTOCOL_ERROR, as RFC 9113 §5.1 says.
+// PROTOCOL_ERROR, as RFC 9113 section 5.1 says.
 //
 // The transport keeps no metrics of its own: Config.ConnError reports each
 // connection closed because of the client (the gateway counts them).
 //
-// Request headers are checked as RFC 9113 §8.2-8.3 asks: lowercase field
+// Request headers are checked as RFC 9113 section 8.2-8.3 asks: lowercase field
 // names without control characters, spaces or colons; values without NUL,
 // CR or LF and without leading or trailing whitespace; no
 // connection-specific fields (connection, keep-alive, proxy-connection,

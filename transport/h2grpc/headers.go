@@ -18,7 +18,7 @@ type requestHeaders struct {
 	encoded   int    // bytes of the block as sent
 	size      uint32 // decoded size as HTTP/2 counts it (name + value + 32 per field)
 	truncated bool   // over MaxHeaderListSize: the call is refused
-	// malformed says why the block breaks RFC 9113 §8.2-8.3 ("" if it does
+	// malformed says why the block breaks RFC 9113 section 8.2-8.3 ("" if it does
 	// not): the stream is reset with PROTOCOL_ERROR.
 	malformed string
 	pseudo    uint8  // the pseudo-header fields seen (pseudo* bits)
@@ -29,7 +29,7 @@ type requestHeaders struct {
 	method, path, ctype, timeout, encoding string
 }
 
-// The request pseudo-header fields (RFC 9113 §8.3.1).
+// The request pseudo-header fields (RFC 9113 section 8.3.1).
 const (
 	pseudoMethod uint8 = 1 << iota
 	pseudoScheme
@@ -173,7 +173,7 @@ func (h *requestHeaders) checkComplete() {
 }
 
 // fieldNameProblem says what is wrong with a regular field's name, ""
-// if nothing: RFC 9113 §8.2.1 and §8.2 (lowercase only).
+// if nothing: RFC 9113 section 8.2.1 and section 8.2 (lowercase only).
 func fieldNameProblem(name string) string {
 	if name == "" {
 		return "empty"
@@ -190,7 +190,7 @@ func fieldNameProblem(name string) string {
 }
 
 // validFieldValue: no NUL, CR or LF anywhere, no leading or trailing
-// space or tab (RFC 9113 §8.2.1).
+// space or tab (RFC 9113 section 8.2.1).
 func validFieldValue(v string) bool {
 	if v == "" {
 		return true
