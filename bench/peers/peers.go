@@ -86,6 +86,23 @@ func (p *Proc) Exited() bool {
 	}
 }
 
+// Pause stops the process group (SIGSTOP) until Resume: an idle server
+// that shares the pinned core with the one being measured still runs its
+// timers (Raft ticks and heartbeats, a JVM's housekeeping), and that CPU
+// and those wake-ups would land on the measured one's figures.
+func (p *Proc) Pause() {
+	if !p.Exited() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGSTOP)
+	}
+}
+
+// Resume continues a paused process group (SIGCONT; harmless if running).
+func (p *Proc) Resume() {
+	if !p.Exited() {
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	}
+}
+
 // Stop sends SIGTERM to the process group and waits up to grace, then
 // kills it. It returns how long the process took to exit.
 func (p *Proc) Stop(grace time.Duration) time.Duration {
@@ -93,6 +110,7 @@ func (p *Proc) Stop(grace time.Duration) time.Duration {
 	if p.Exited() {
 		return 0
 	}
+	p.Resume() // a paused process would not see the SIGTERM
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
 	t := time.NewTimer(grace)
 	defer t.Stop()

@@ -1,6 +1,13 @@
 package peers
 
-import "testing"
+import (
+	"fmt"
+	"os"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
 
 // FreePorts' triples (Raft, main, SDK gRPC) never overlap: three nodes of
 // one cluster on loopback each get their own three ports.
@@ -20,5 +27,48 @@ func TestFreePortsDoNotOverlap(t *testing.T) {
 			}
 			seen[q] = true
 		}
+	}
+}
+
+func procState(t *testing.T, pid int) byte {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// pid (comm) state ...: the state follows the last ')'.
+	s := string(b)
+	return s[strings.LastIndexByte(s, ')')+2]
+}
+
+// A paused server stops running (state T) until resumed, and Stop ends a
+// paused one as it ends a running one.
+func TestPauseResumeStop(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	p, err := Start("sleeper", t.TempDir(), "sleep", "60")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(time.Second)
+	waitState := func(want func(byte) bool, what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for st := procState(t, p.PID()); !want(st); st = procState(t, p.PID()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("state %c, want %s", st, what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.Pause()
+	waitState(func(s byte) bool { return s == 'T' }, "stopped (T)")
+	p.Resume()
+	waitState(func(s byte) bool { return s != 'T' }, "running again")
+	p.Pause()
+	waitState(func(s byte) bool { return s == 'T' }, "stopped (T)")
+	if d := p.Stop(10 * time.Second); d > 5*time.Second || !p.Exited() {
+		t.Fatalf("Stop of a paused process took %v (exited %v): the SIGTERM waited for a SIGKILL", d, p.Exited())
 	}
 }

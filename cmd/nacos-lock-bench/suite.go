@@ -295,6 +295,22 @@ func (s *suite) pids(t string) []int {
 	return out
 }
 
+// only resumes t's servers and pauses every other target's for the point
+// about to run (peers.Proc.Pause: they all share the servers' core). Each
+// point's warm-up follows, so a resumed server has settled before it is
+// measured.
+func (s *suite) only(t string) {
+	for name, ps := range s.procs {
+		for _, p := range ps {
+			if name == t {
+				p.Resume()
+			} else {
+				p.Pause()
+			}
+		}
+	}
+}
+
 // stopAll stops every target's servers, the nodes of a cluster at once.
 func (s *suite) stopAll() {
 	for t, ps := range s.procs {
@@ -428,6 +444,7 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 
 // point runs one workload point against one target (rate > 0: open loop).
 func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (load.Report, error) {
+	s.only(t)
 	if isJavaTarget(t) {
 		return s.javaPoint(ctx, t, w, c)
 	}
