@@ -15,6 +15,7 @@ import (
 
 	"nacos-lockd/gateway/admin"
 	"nacos-lockd/gateway/auth/authtest"
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/replica"
@@ -47,7 +48,7 @@ type adminEnv struct {
 	base      string
 	adminTok  string
 	appTok    string
-	logs      *lockedBuffer
+	logs      *syncbuf.Buffer
 	reg       *prometheus.Registry
 	forceRels prometheus.Collector
 }
@@ -58,7 +59,7 @@ type adminEnv struct {
 func startAdminEnv(t *testing.T) *adminEnv {
 	t.Helper()
 	a, adminTok, appTok := authtest.FastAuth(t)
-	env := &adminEnv{logs: &lockedBuffer{}, reg: prometheus.NewRegistry(), adminTok: adminTok, appTok: appTok}
+	env := &adminEnv{logs: &syncbuf.Buffer{}, reg: prometheus.NewRegistry(), adminTok: adminTok, appTok: appTok}
 	log := zerolog.New(env.logs).Level(zerolog.DebugLevel)
 	env.ts = startServerLog(t, Config{NodeID: "1", Auth: a}, log)
 	api := admin.New(admin.Config{

@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/base64"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -13,26 +11,10 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"nacos-lockd/gateway/auth"
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 )
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 func TestLockRequestsNeedATokenAndPermission(t *testing.T) {
 	store, err := auth.OpenStore(filepath.Join(t.TempDir(), "users.json"), auth.WithPasswordCost(bcrypt.MinCost)) // keep -race runs quick; hashes are still bcrypt
@@ -52,7 +34,7 @@ func TestLockRequestsNeedATokenAndPermission(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs syncbuf.Buffer
 	ts := startServerLog(t, Config{Auth: a}, zerolog.New(&logs).Level(zerolog.DebugLevel))
 	billingToken, _, err := a.Login("billing", "password-billing")
 	if err != nil {

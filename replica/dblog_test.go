@@ -1,13 +1,13 @@
 package replica
 
 import (
-	"bytes"
 	"strings"
-	"sync"
 	"testing"
 
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/internal/syncbuf"
 )
 
 func TestDragonboatLevel(t *testing.T) {
@@ -49,7 +49,7 @@ func TestDragonboatAdapter(t *testing.T) {
 			dbLog.Store(old)
 		}
 	}()
-	var buf lockedBuffer // a node left by an earlier test may still log
+	var buf syncbuf.Buffer // a node left by an earlier test may still log
 	l := zerolog.New(&buf).Level(zerolog.InfoLevel)
 	dbLog.Store(&l)
 	a := dbLogAdapter{pkg: "raft"}
@@ -71,21 +71,4 @@ func TestDragonboatAdapter(t *testing.T) {
 		}
 	}()
 	a.Panicf("boom %d", 1)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
 }

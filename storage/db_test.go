@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/internal/syncbuf"
 )
 
 func openTest(tb testing.TB, cfg Config) *DB {
@@ -505,7 +507,7 @@ func TestReplaceWaitsForViews(t *testing.T) {
 // A batch over badger's transaction limit is committed in several
 // transactions, in order, with a warning.
 func TestBatchTooBigFallsBack(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	db := openTest(t, Config{InMemory: true, memTableSize: 1 << 20, Logger: zerolog.New(&logs)})
 	const n = 4000 // ~4000 * 100 bytes, well over 15% of 1 MiB
 	val := bytes.Repeat([]byte("v"), 64)
@@ -576,7 +578,7 @@ func TestBatchTooBigFallsBack(t *testing.T) {
 }
 
 func TestSmallBatchLogsNothing(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	db := openTest(t, Config{InMemory: true, Logger: zerolog.New(&logs).Level(zerolog.WarnLevel)})
 	commit(t, db, "a", "1")
 	if logs.Len() != 0 {
@@ -585,7 +587,7 @@ func TestSmallBatchLogsNothing(t *testing.T) {
 }
 
 func TestBadgerLogsAtDebug(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	db := openTest(t, Config{Dir: t.TempDir(), Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
 	commit(t, db, "a", "1")
 	if err := db.Close(); err != nil {
@@ -665,7 +667,7 @@ func TestCloseWaitsForViews(t *testing.T) {
 // The GC loop runs on its timer and stops with Close (TestMain checks that
 // no goroutine is left).
 func TestValueLogGCLoop(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	db, err := Open(Config{Dir: t.TempDir(), gcInterval: 5 * time.Millisecond, memTableSize: 1 << 20,
 		Logger: zerolog.New(&logs).Level(zerolog.WarnLevel)})
 	if err != nil {
@@ -697,28 +699,4 @@ func TestNoGCLoopInMemory(t *testing.T) {
 	if db.gcStop != nil {
 		t.Fatal("GC loop started for an in-memory store")
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for badger's goroutines to log into.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func (b *syncBuffer) Len() int {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Len()
 }

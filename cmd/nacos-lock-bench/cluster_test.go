@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/procs"
 )
 
@@ -20,25 +19,6 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	procs.Cleanup() // the nacos-lockd binary TestSuiteClusterTarget built
 	os.Exit(code)
-}
-
-// lockedBuffer is the suite's stderr in a test: progress lines come from
-// the load's goroutines too.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestSuiteClusterTarget: the suite's nacos-lockd-3 target starts three
@@ -54,7 +34,7 @@ func TestSuiteClusterTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &lockedBuffer{}
+	stderr := &syncbuf.Buffer{}
 	s := &suite{stdout: stderr, stderr: stderr, work: t.TempDir(), lockd: bin,
 		duration: 1500 * time.Millisecond, warmup: 500 * time.Millisecond,
 		pin:          peers.Pinning{Server: plan.Server},

@@ -24,6 +24,7 @@ import (
 	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/gateway/auth"
 	"nacos-lockd/gateway/auth/authtest"
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/replica"
@@ -36,7 +37,7 @@ import (
 type node struct {
 	server string // main port: the admin API
 	grpc   string
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 	reg    *prometheus.Registry
 	auth   *auth.Authenticator
 }
@@ -65,7 +66,7 @@ func freeMainPort(t *testing.T) int {
 func startNode(t *testing.T, withAuth bool) *node {
 	t.Helper()
 	dir := t.TempDir()
-	n := &node{logs: &syncBuffer{}, reg: prometheus.NewRegistry()}
+	n := &node{logs: &syncbuf.Buffer{}, reg: prometheus.NewRegistry()}
 	log := zerolog.New(n.logs).Level(zerolog.InfoLevel)
 	if withAuth {
 		n.auth, _, _ = authtest.FastAuth(t)
@@ -313,7 +314,7 @@ func TestAdminCommands(t *testing.T) {
 	if code != 0 || len(frames) != 3 || json.Unmarshal([]byte(frames[2]), &frame) != nil || len(frame.Locks) != 3 || frame.At == "" {
 		t.Fatalf("watch --json: exit %d\n%s", code, out)
 	}
-	var watchOut syncBuffer
+	var watchOut syncbuf.Buffer
 	w := ctlCmd(context.Background(), n.server, "watch", "--interval", "100ms")
 	w.Stdout = &watchOut
 	if err := w.Start(); err != nil {
@@ -344,7 +345,7 @@ func TestAdminCommandsWithAuth(t *testing.T) {
 	appTok = strings.TrimSpace(appTok)
 	// Lock commands carry the token too.
 	holder := ctlCmd(context.Background(), n.server, "--token", appTok, "lock", "deploy/prod", "--owner", "ci-job-7")
-	var holderOut syncBuffer
+	var holderOut syncbuf.Buffer
 	holder.Stdout = &holderOut
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/procs"
 )
 
@@ -50,7 +50,7 @@ func TestTryUnlockRenew(t *testing.T) {
 	// the server releases a closed connection's locks. So hold one in the
 	// background and probe it with try.
 	holder := ctlCmd(ctx, server, "lock", "door", "--owner", "keeper", "--lease", "5000")
-	var holderOut syncBuffer
+	var holderOut syncbuf.Buffer
 	holder.Stdout = &holderOut
 	if err := holder.Start(); err != nil {
 		t.Fatal(err)
@@ -150,24 +150,6 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe to read while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestHoldStopsCommandWhenLost: an operator force-releases the lock a
 // hold runs under; the next renewal is refused, the command is stopped
 // (it would sleep for a minute otherwise) and hold exits 1 saying so.
@@ -176,7 +158,7 @@ func TestHoldStopsCommandWhenLost(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	hold := ctlCmd(ctx, server, "hold", "job", "--lease", "3000", "--", "sleep", "60")
-	var out syncBuffer
+	var out syncbuf.Buffer
 	hold.Stdout, hold.Stderr = &out, &out
 	if err := hold.Start(); err != nil {
 		t.Fatal(err)

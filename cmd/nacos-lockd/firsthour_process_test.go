@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -10,38 +9,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/procs"
 )
-
-// lockedBuffer collects a child process's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (w *lockedBuffer) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.Write(p)
-}
-
-func (w *lockedBuffer) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.b.String()
-}
 
 // runUntilReady starts the real binary with stdout and stderr captured
 // apart, waits for the ready line, stops it with SIGTERM and returns both.
 func runUntilReady(t *testing.T, args ...string) (stdout, stderr string) {
 	t.Helper()
 	cmd := exec.Command(procs.Binary(t, "nacos-lockd"), args...)
-	var out, errOut lockedBuffer
+	var out, errOut syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

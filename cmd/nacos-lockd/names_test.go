@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/internal/syncbuf"
 )
 
 // fakeNames is a switchable resolver: a table of names, changed by tests
@@ -133,7 +134,7 @@ func TestFindSelf(t *testing.T) {
 }
 
 // logLines counts the lines of a log that hold both msg and what.
-func logLines(l *lockedBuffer, msg, what string) int {
+func logLines(l *syncbuf.Buffer, msg, what string) int {
 	n := 0
 	for _, line := range strings.Split(l.String(), "\n") {
 		if strings.Contains(line, msg) && strings.Contains(line, what) {
@@ -155,7 +156,7 @@ func TestWatchNames(t *testing.T) {
 	ms := members(t, "a.lockd.test:8848\nb.lockd.test:8848\n10.0.0.9:8848\n")
 	names := &fakeNames{}
 	names.set("a.lockd.test", "127.0.0.11")
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	h := hostEnv{lookup: names.lookup}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -191,7 +192,7 @@ func TestWatchNames(t *testing.T) {
 func TestWaitOwnName(t *testing.T) {
 	names := &fakeNames{}
 	self := members(t, "c.lockd.test:8848\n")[0]
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- waitOwnName(context.Background(), self, hostEnv{lookup: names.lookup}, zerolog.New(&out), time.Millisecond)

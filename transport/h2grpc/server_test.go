@@ -24,6 +24,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/interop/testcerts"
 	"nacos-lockd/protocol/pb"
 )
@@ -59,25 +60,7 @@ type testServer struct {
 	*Server
 	addr string
 	done chan error
-	logs *syncBuffer
-}
-
-// syncBuffer collects the server's log lines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
+	logs *syncbuf.Buffer
 }
 
 func startServer(t *testing.T, cfg Config, h Handlers) *testServer {
@@ -105,7 +88,7 @@ func startServer(t *testing.T, cfg Config, h Handlers) *testServer {
 			}
 		}
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cfg.Log = zerolog.New(logs).Level(zerolog.InfoLevel)
 	s := &testServer{Server: NewServer(cfg, h), addr: lis.Addr().String(), done: make(chan error, 1), logs: logs}
 	go func() { s.done <- s.Serve(&tagListener{Listener: lis}) }()
