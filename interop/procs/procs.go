@@ -74,8 +74,11 @@ func Cleanup() {
 
 // FreePorts returns n main ports P with P-1000, P and P+1000 free and no
 // two triples overlapping. NACOS_LOCKD_TEST_PORTS=lo-hi draws the main
-// ports from lo..hi instead of 21000..60999, for machines shared by
-// several people running tests side by side.
+// ports from lo..hi instead of 21000 up to below the kernel's ephemeral
+// range, for machines shared by several people running tests side by side.
+// Below that range because a node restarted on its ports (upgrade and
+// restart tests) found them taken by some outgoing connection's local port
+// in between, once in a while, when they were drawn from inside it.
 func FreePorts(tb testing.TB, n int) []int {
 	tb.Helper()
 	out, err := PickPorts(n)
@@ -87,7 +90,7 @@ func FreePorts(tb testing.TB, n int) []int {
 
 // PickPorts is FreePorts for callers without a testing.TB (TestMain).
 func PickPorts(n int) ([]int, error) {
-	lo, hi := 21000, 60999
+	lo, hi := 21000, belowEphemeral()
 	if r := os.Getenv("NACOS_LOCKD_TEST_PORTS"); r != "" {
 		if _, err := fmt.Sscanf(r, "%d-%d", &lo, &hi); err != nil || lo < 1001 || hi > 64535 || hi < lo {
 			return nil, fmt.Errorf("NACOS_LOCKD_TEST_PORTS=%q: want lo-hi within 1001-64535", r)
@@ -116,6 +119,20 @@ func PickPorts(n int) ([]int, error) {
 		return nil, fmt.Errorf("not enough free ports in %d-%d", lo, hi)
 	}
 	return out, nil
+}
+
+// belowEphemeral is the highest main port whose triple stays below the
+// kernel's ephemeral port range (Linux's ip_local_port_range; 32768 when
+// it cannot be read), so no outgoing connection is given one of them.
+func belowEphemeral() int {
+	start := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		var lo, hi int
+		if n, _ := fmt.Sscanf(string(b), "%d %d", &lo, &hi); n == 2 && lo > 23001 {
+			start = lo
+		}
+	}
+	return start - 1001
 }
 
 func free(port int) bool {
