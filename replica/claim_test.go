@@ -114,6 +114,37 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 		t.Fatalf("acquire, claim record and release took %d entries; want one", entries)
 	}
 
+	// Two earlier holders queueing again behind x: only one ACQUIRE per lock
+	// fits an entry, but the release goes ahead of the second, not behind
+	// it in an entry of its own: x is handed the lock in the entry that
+	// queues a, who is then first in line, not second.
+	l = hand("two")
+	propose(t, n, acq(N, "two", "x", "c3", now(), 60000, 60000)) // queued behind b's grant
+	before, _ = n.Stats()
+	again = make(chan statemachine.Result, 1)
+	second := make(chan statemachine.Result, 1)
+	go func() { again <- propose(t, n, acq(N, "two", "a", "c1", now(), 60000, 60000)) }()
+	waitQueued(t, n, 1)
+	go func() { second <- propose(t, n, acq(N, "two", "y", "c4", now(), 60000, 60000)) }()
+	waitQueued(t, n, 2)
+	done = record(l)
+	if r := propose(t, n, rel(N, "two", "b", now())); !r.Success() || r.Count != 0 {
+		t.Fatalf("release after the claim: %+v", r)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("claim record: %v", err)
+	}
+	if r := <-again; r.Success() || r.WaitPosition != 0 {
+		t.Fatalf("first acquire queued again: %+v; want queued behind x, who got the lock", r)
+	}
+	if r := <-second; r.Success() || r.WaitPosition != 1 {
+		t.Fatalf("second acquire queued again: %+v; want queued behind a", r)
+	}
+	after, _ = n.Stats()
+	if entries := after.Applied - before.Applied; entries != 2 {
+		t.Fatalf("claim record, release and two acquires took %d entries; want two", entries)
+	}
+
 	l = hand("alone")
 	done = record(l)
 	select {

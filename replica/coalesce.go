@@ -176,6 +176,16 @@ func (g *groupCommit) record(ctx context.Context, cmd statemachine.Command) (<-c
 	return p.out, nil
 }
 
+// holding reports whether everything queued is waiting out the window for
+// company (mu held): a claim's record for the release that follows it, a
+// previous holder queueing again. A slot freeing up is no reason to send
+// them alone; the window's end or a command that cannot wait sends them.
+// (A claim answered while its grant's entry was still completing went out
+// alone, a whole entry for nothing, once that entry was done.)
+func (g *groupCommit) holding(now time.Time) bool {
+	return g.flush != nil && g.canWait() && now.Before(g.flushAt)
+}
+
 // canWait reports whether everything queued may wait out the window (mu
 // held).
 func (g *groupCommit) canWait() bool {
@@ -243,6 +253,9 @@ func (g *groupCommit) next(now time.Time) *submitted {
 	for g.slotFree() && len(g.queue) > 0 && !g.closed {
 		if g.flush != nil && g.backoff > 0 {
 			return nil // dragonboat said busy: the timer retries
+		}
+		if g.holding(now) {
+			return nil
 		}
 		batch := g.take(now)
 		if len(batch) == 0 {

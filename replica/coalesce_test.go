@@ -374,3 +374,26 @@ func TestSecondEntryOnlyForAFollower(t *testing.T) {
 		t.Fatalf("%d entries in flight: no third", groupInFlight)
 	}
 }
+
+// Commands waiting out the window stay queued when a slot frees up; the
+// window's end or a command that cannot wait sends them.
+func TestFreeSlotDoesNotSendWaitingCommands(t *testing.T) {
+	now := time.Now()
+	claim := &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpClaim, Kind: statemachine.KindNonReentrant, Key: "k"}, mayWait: true}
+	g := &groupCommit{window: 5 * time.Millisecond, queue: []*pendingCmd{claim}}
+	if g.holding(now) {
+		t.Fatal("no window armed: nothing to hold for")
+	}
+	g.flush, g.flushAt = time.AfterFunc(time.Hour, func() {}), now.Add(5*time.Millisecond)
+	defer g.flush.Stop()
+	if !g.holding(now) {
+		t.Fatal("a claim's record waiting out the window must not go alone when a slot frees up")
+	}
+	if g.holding(now.Add(5 * time.Millisecond)) {
+		t.Fatal("the window has ended: it must go")
+	}
+	g.queue = append(g.queue, &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpRelease, Kind: statemachine.KindNonReentrant, Key: "k"}})
+	if g.holding(now) {
+		t.Fatal("a release cannot wait: everything queued must go with it")
+	}
+}

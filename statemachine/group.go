@@ -12,10 +12,15 @@ package statemachine
 //   - each lock gets at most one ACQUIRE, placed after the lock's other
 //     commands (frame version 5): a second ACQUIRE for the lock, or a
 //     command from the same owner or connection as that ACQUIRE, waits for
-//     the next entry, and so does everything after it for that lock.
+//     the next entry, and so does every later command for that lock from
+//     the same owner or connection as a command that waits.
 //
-// Moving an ACQUIRE behind later commands of other clients is a
-// serialisation they cannot tell apart: none of them has been answered.
+// Moving an ACQUIRE behind later commands of other clients, or a command
+// ahead of another client's command that waits, is a serialisation they
+// cannot tell apart: none of them has been answered. (A hand-off queues
+// the previous holders' ACQUIREs while the new holder claims and
+// releases; the release must not wait behind the second of them, or the
+// hand-off costs two entries.)
 // cmd reads an element's command; drop is asked about each element looked
 // at and leaves out those it reports (a caller's deadline passed). rest is
 // what stays queued, in order. entry is never empty while the queue holds
@@ -42,7 +47,7 @@ func TakeEntry[T any](queue []T, cmd func(T) *Command, drop func(T) bool) (entry
 		if len(batch) > 0 && !Groupable(cmd(batch[0]).Op) {
 			break
 		}
-		if hasLock(rest, cmd, c) {
+		if callerWaits(rest, cmd, c) {
 			rest = append(rest, p)
 			continue
 		}
@@ -93,6 +98,17 @@ func lockCmd[T any](cmds []T, cmd func(T) *Command, c *Command) *Command {
 
 func hasLock[T any](cmds []T, cmd func(T) *Command, c *Command) bool {
 	return lockCmd(cmds, cmd, c) != nil
+}
+
+// callerWaits reports whether cmds holds a command for c's lock from c's
+// owner or connection: c must then wait behind it.
+func callerWaits[T any](cmds []T, cmd func(T) *Command, c *Command) bool {
+	for _, p := range cmds {
+		if o := cmd(p); SameLock(*o, *c) && sameCaller(o, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // SameLock reports whether two commands touch the same lock.
