@@ -19,10 +19,12 @@ import (
 // the command, apply, count, encode the reply. W1's shape: an acquire and a
 // release per iteration, so one op is a pair.
 //
-// Target: at most 28 allocations per pair (TestLockRequestAllocations
+// Target: at most 27 allocations per pair (TestLockRequestAllocations
 // holds it). 2026-12-01: 35 per pair, 6.1 µs; then 25, 5.4 µs, after the
 // decode-error targets left handle and the reply's protobuf messages and
-// response structs became one allocation each. What remains per request:
+// response structs became one allocation each. 2026-12-02: 27 with the
+// release's hand-off hint (NextGrant, read straight from the table) and
+// the table's readers looking locks up with pooled probes. What remains per request:
 // the request's timeout context (4), the decoded request and its key and
 // owner (3), the reply (3: messages, body, response), the table's work.
 func BenchmarkLockRequest(b *testing.B) {
@@ -52,7 +54,7 @@ func TestLockRequestAllocations(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	const maxPerPair = 28
+	const maxPerPair = 27
 	if r, _ := srv.Request(ctx, acq); r == nil {
 		t.Fatal("no reply")
 	} else if m, err := protocol.Decode(r); err != nil || !m.(*protocol.LockOperationResponse).Result {

@@ -40,6 +40,10 @@ type conn struct {
 	// claims are the grants pushed to this connection and not yet claimed
 	// (guarded by mu): a claim of one of them may be answered from a read.
 	claims map[claimKey]uint64 // -> the grant's token
+	// ahead are the pushes sent to this connection's waiters while the
+	// release that should grant them commits (guarded by mu; see
+	// Server.pushAhead).
+	ahead map[claimKey]*aheadPush
 
 	sendq  chan *pb.Payload // pushes for the stream writer; bounded
 	done   chan struct{}    // closed when the connection ends or we drop it
@@ -142,6 +146,95 @@ func (c *conn) takeClaim(kind statemachine.Kind, key, owner string) (uint64, boo
 		delete(c.claims, k)
 	}
 	return token, ok
+}
+
+// aheadPush is a push sent before the release that should make its grant
+// has committed. settled closes once that grant has been applied (the
+// notification found it) or the release has returned without it; a claim
+// that arrives before then waits for it.
+type aheadPush struct {
+	settled chan struct{}
+	closed  bool // settled is closed (guarded by the conn's mu)
+}
+
+// settle closes settled once (conn's mu held).
+func (a *aheadPush) settle() {
+	if !a.closed {
+		a.closed = true
+		close(a.settled)
+	}
+}
+
+// sentAhead remembers a push sent ahead of the release's commit.
+func (c *conn) sentAhead(k claimKey) *aheadPush {
+	a := &aheadPush{settled: make(chan struct{})}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ahead == nil {
+		c.ahead = make(map[claimKey]*aheadPush)
+	}
+	if len(c.ahead) >= maxExpectedClaims {
+		for _, old := range c.ahead {
+			old.settle() // nobody waits on a forgotten push
+		}
+		clear(c.ahead)
+	}
+	if old := c.ahead[k]; old != nil {
+		old.settle()
+	}
+	c.ahead[k] = a
+	return a
+}
+
+// granted is told of a grant to k's waiter on this connection: it reports
+// whether a push ahead already announced it (and so the grant needs no
+// push of its own), and wakes a claim waiting for it. A push ahead whose
+// release has returned announced some other grant (it was a wrong guess,
+// and its claim found nothing), so the grant is pushed as usual.
+func (c *conn) granted(k claimKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	a := c.ahead[k]
+	if a == nil {
+		return false
+	}
+	delete(c.ahead, k)
+	announced := !a.closed
+	a.settle()
+	return announced
+}
+
+// releaseDone is told that the release behind push a has returned: if its
+// grant never came, the push was a wrong guess and is forgotten, so a
+// later grant is pushed. It reports whether the guess was wrong.
+func (c *conn) releaseDone(k claimKey, a *aheadPush) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if a.closed {
+		return false // granted, or replaced by a newer push
+	}
+	a.settle()
+	if c.ahead[k] == a {
+		delete(c.ahead, k)
+	}
+	return true
+}
+
+// awaitAhead waits, if a push ahead for k is outstanding, until its grant
+// has been applied or its release has returned, or ctx ends: a claim sent
+// on that push must not look for a grant the release has not made yet.
+func (c *conn) awaitAhead(ctx context.Context, k claimKey) {
+	c.mu.Lock()
+	a := c.ahead[k]
+	c.mu.Unlock()
+	if a == nil {
+		return
+	}
+	select {
+	case <-a.settled:
+	case <-ctx.Done():
+	case <-c.done:
+	}
 }
 
 func (c *conn) forget(id string) {

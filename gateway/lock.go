@@ -61,6 +61,16 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	defer cancel()
+	switch {
+	case cmd.Op == statemachine.OpRelease:
+		if done := s.pushAhead(cmd); done != nil {
+			defer done()
+		}
+	case cmd.Op == statemachine.OpAcquire && cmd.Retry:
+		// A claim sent on a push ahead may come before the release that
+		// grants it has been applied.
+		c.awaitAhead(ctx, claimKey{cmd.Kind, cmd.Key, cmd.Owner})
+	}
 	res, claimed := s.claimByRead(ctx, c, cmd)
 	var err error
 	if !claimed {

@@ -19,7 +19,7 @@ var (
 	opLabels     = []string{"acquire", "release", "renew", "cancel_wait", "invalid"}
 	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "limited", "unavailable", "error"}
 	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second", "locks", "waiters_per_lock"}
-	pushLabels   = []string{"lock_notification", "connect_reset"}
+	pushLabels   = []string{"lock_notification", "lock_notification_ahead", "connect_reset"}
 	// The SDK port's two methods (callUnary, callStream) and the HTTP/2
 	// error codes the h2 transport closes connections with.
 	callLabels      = [2]string{"request", "requestBiStream"}
@@ -110,7 +110,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		connClosed: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nacoslockd_connections_closed_total", Help: "Client connections that ended on this node."}),
 		pushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nacoslockd_pushes_total", Help: "Server pushes by type and result (sent, failed)."}, []string{"type", "result"}),
+			Name: "nacoslockd_pushes_total", Help: "Server pushes by type and result (sent, failed; missed: a push ahead of a release whose grant went to someone else or nobody)."}, []string{"type", "result"}),
 		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_wait_seconds", Help: "Time from a waiter's first queued ACQUIRE to its grant being claimed.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
 		readClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -173,6 +173,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.pushes.WithLabelValues(t, "sent")
 		m.pushes.WithLabelValues(t, "failed")
 	}
+	m.pushes.WithLabelValues("lock_notification_ahead", "missed")
 	for _, c := range []string{"release", "expiry"} {
 		m.endings.WithLabelValues(c)
 	}
@@ -295,6 +296,14 @@ func (m *metrics) pushed(typ string, err error) {
 		return
 	}
 	m.pushes.WithLabelValues(typ, "sent").Inc()
+}
+
+// pushAheadMissed counts a push sent ahead of a release whose grant went to
+// someone else, or to nobody.
+func (m *metrics) pushAheadMissed() {
+	if m != nil {
+		m.pushes.WithLabelValues("lock_notification_ahead", "missed").Inc()
+	}
 }
 
 // readClaim counts a claim answered from a read ("answered") and one

@@ -49,7 +49,10 @@ func TestMetricsAfterScriptedOperations(t *testing.T) {
 		{m.requests.WithLabelValues("release", "not_owner"), 1},
 		{m.requests.WithLabelValues("release", "released"), 1},
 		{m.requests.WithLabelValues("invalid", "invalid"), 1},
-		{m.pushes.WithLabelValues("lock_notification", "sent"), 1},
+		// The hand-off is pushed while the release commits, not after.
+		{m.pushes.WithLabelValues("lock_notification_ahead", "sent"), 1},
+		{m.pushes.WithLabelValues("lock_notification", "sent"), 0},
+		{m.pushes.WithLabelValues("lock_notification_ahead", "missed"), 0},
 		{m.connections, 2},
 		{m.endings.WithLabelValues("release"), 1},
 		// Nacos's counters: success means granted, released or renewed.
@@ -100,7 +103,7 @@ func checkLabels(t *testing.T, reg *prometheus.Registry) {
 	t.Helper()
 	allowed := map[string][]string{
 		"op":     append(slices.Clone(opLabels), "ACQUIRE", "RELEASE", "RENEW", "CANCEL_WAIT", "EXPIRE", "CLEANUP_CONNECTION", "CLAIM"),
-		"result": append(slices.Clone(resultLabels), "sent", "failed", "answered", "record_failed"),
+		"result": append(slices.Clone(resultLabels), "sent", "failed", "missed", "answered", "record_failed"),
 		"type":   pushLabels,
 		"limit":  limitLabels,
 		"cause":  {"release", "expiry"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,10 @@ type Table interface {
 	// LockLinearizable reads one lock after everything committed before
 	// the call has been applied.
 	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error)
+	// NextGrant names the waiter a RELEASE by owner would hand the lock
+	// to, as the local replica sees it: a hint for pushing to it while the
+	// release commits, never a rule.
+	NextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant
 	IsLeader() bool
 	// TransferLeadership hands leadership to another member before this
 	// node shuts down, if it leads and another exists (nil otherwise).
@@ -551,21 +556,69 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 		if c == nil {
 			continue // held by another node, or gone
 		}
-		_, err := c.push(func(id string) protocol.Message {
-			r := &protocol.LockNotificationRequest{
-				LockKey: n.Key, LockType: n.Kind.String(), Owner: n.Owner,
-				NotificationType: protocol.NotificationAvailable,
-			}
-			r.RequestID = id
-			return r
-		}, false)
-		s.m.pushed("lock_notification", err)
-		if err != nil {
-			c.log.Debug().Err(err).Msg("lock notification not delivered")
-			continue
-		}
+		// Remember the grant before anyone can claim it: a claim sent on a
+		// push ahead may be waiting for exactly this.
 		c.expectClaim(n)
+		if !c.granted(claimKey{n.Kind, n.Key, n.Owner}) {
+			err := s.pushAvailable(c, n.Kind, n.Key, n.Owner)
+			s.m.pushed("lock_notification", err)
+			if err != nil {
+				c.log.Debug().Err(err).Msg("lock notification not delivered")
+				continue
+			}
+		}
 		s.m.grantPushed(n)
+	}
+}
+
+// pushAvailable pushes LockNotificationRequest(AVAILABLE) to owner, a
+// waiter for the lock on c.
+func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner string) error {
+	_, err := c.push(func(id string) protocol.Message {
+		r := &protocol.LockNotificationRequest{
+			LockKey: key, LockType: kind.String(), Owner: owner,
+			NotificationType: protocol.NotificationAvailable,
+		}
+		r.RequestID = id
+		return r
+	}, false)
+	return err
+}
+
+// pushAhead pushes AVAILABLE to the waiter that a release by cmd's owner
+// will hand the lock to, as the local replica sees it, before the release
+// is proposed: the push, the waiter's wake-up and its claim travel while
+// the release commits, instead of after it (gateway/DESIGN.md, "Pushed
+// ahead of the commit"). The caller calls the returned function once the
+// release has returned. Nothing is pushed when no hand-off is due, or the
+// waiter is connected to another node.
+func (s *Server) pushAhead(cmd statemachine.Command) func() {
+	next := s.table.NextGrant(cmd.Kind, cmd.Key, cmd.Owner)
+	if !next.Found {
+		return nil
+	}
+	c := s.reg.get(next.ConnID)
+	if c == nil {
+		return nil
+	}
+	k := claimKey{cmd.Kind, cmd.Key, next.Owner}
+	a := c.sentAhead(k)
+	if err := s.pushAvailable(c, cmd.Kind, cmd.Key, next.Owner); err != nil {
+		c.releaseDone(k, a)
+		s.m.pushed("lock_notification_ahead", err)
+		return nil
+	}
+	s.m.pushed("lock_notification_ahead", nil)
+	// Let the connection's writer send the push now: with one P (a server
+	// pinned to one core), the release's proposal would otherwise run
+	// first, and its fsync holds the P until the runtime hands it off.
+	runtime.Gosched()
+	return func() {
+		if c.releaseDone(k, a) {
+			// The release granted someone else, or nobody: the waiter's
+			// claim finds no grant and it waits for the next push.
+			s.m.pushAheadMissed()
+		}
 	}
 }
 

@@ -202,8 +202,19 @@ func (g *groupCommit) canWait() bool {
 // hint for when to propose, never a rule of the table (a stale read only
 // makes a command wait out the window or not).
 func (n *Node) inHandOff(cmd statemachine.Command) bool {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.HandOffQuery{Kind: cmd.Kind, Key: cmd.Key, Owner: cmd.Owner})
-	return err == nil && v.(bool)
+	d := n.sm.Load()
+	return d != nil && d.inHandOff(cmd.Kind, cmd.Key, cmd.Owner)
+}
+
+// NextGrant reports whom a RELEASE by owner would hand the lock to, as the
+// local replica sees it now: a hint for the gateway's push ahead of the
+// commit (statemachine.NextGrantQuery), never a rule of the table.
+func (n *Node) NextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant {
+	d := n.sm.Load()
+	if d == nil {
+		return statemachine.NextGrant{}
+	}
+	return d.nextGrant(kind, key, owner)
 }
 
 // claimQueued reports whether a claim's record for cmd's lock is queued

@@ -165,6 +165,22 @@ func (s *diskSM) Lookup(q interface{}) (interface{}, error) {
 	return s.table.Lookup(q)
 }
 
+// nextGrant and inHandOff are the proposers' hints (Node.NextGrant,
+// Node.inHandOff), read straight from the table: through dragonboat's
+// StaleRead every one boxed its query and answer, an allocation or two
+// on every release and every blocking acquire.
+func (s *diskSM) nextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.table.NextGrant(kind, key, owner)
+}
+
+func (s *diskSM) inHandOff(kind statemachine.Kind, key, owner string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.table.InHandOff(kind, key, owner)
+}
+
 // Sync makes every applied batch durable: dragonboat calls it before it
 // records a snapshot and compacts the log behind it.
 func (s *diskSM) Sync() error {

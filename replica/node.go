@@ -126,6 +126,9 @@ type Node struct {
 	// level is the cluster level the local replica has applied (diskSM
 	// keeps it): what this node's proposers pick their encodings from.
 	level atomic.Int64
+	// sm is the replica's state machine once dragonboat has made it: the
+	// proposers' hints read its table directly.
+	sm atomic.Pointer[diskSM]
 }
 
 // Start opens the Raft replica over db. notify receives grants to waiters
@@ -172,6 +175,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
 		d.m = n.m
 		d.level = &n.level
+		n.sm.Store(d)
 		return d
 	}
 	// A replica that has started before restarts from its stored state,

@@ -40,6 +40,48 @@ type HandOffQuery struct {
 	Owner string
 }
 
+// InHandOff answers a HandOffQuery: the lock is granted to someone other
+// than owner and not yet claimed.
+func (t *Table) InHandOff(kind Kind, key, owner string) bool {
+	l, ok := t.lookup(lockID{kind, key})
+	return ok && l.unclaimed && l.owner != owner
+}
+
+// NextGrantQuery asks whom a RELEASE by Owner would hand the lock to: the
+// first live waiter, when Owner holds the lock exactly once (so that the
+// release frees it) and its lease is not over. The gateway pushes to that waiter while the release
+// commits (gateway/DESIGN.md, "Pushed ahead of the commit"); the answer is
+// a hint read from the local replica, never a rule of the table: a wrong
+// one costs the waiter a claim that finds nothing.
+type NextGrantQuery struct {
+	Kind  Kind
+	Key   string
+	Owner string
+}
+
+// NextGrant is a NextGrantQuery's answer: the waiter's owner and the
+// connection it queued on; Found is false when no hand-off is due.
+type NextGrant struct {
+	Found  bool
+	Owner  string
+	ConnID string
+}
+
+// NextGrant answers a NextGrantQuery; called directly, it costs the
+// gateway's release no allocation.
+func (t *Table) NextGrant(kind Kind, key, owner string) NextGrant {
+	l, ok := t.lookup(lockID{kind, key})
+	if !ok || l.owner != owner || l.count != 1 || t.clock > l.leaseEnd {
+		return NextGrant{}
+	}
+	for _, w := range l.queue() {
+		if t.clock < w.deadline {
+			return NextGrant{Found: true, Owner: w.owner, ConnID: w.connID}
+		}
+	}
+	return NextGrant{}
+}
+
 // NacosMonitorHelp is the help text of Nacos's nacos_monitor series: the
 // gateway's request counters and the replica's aliveLockCount (Stats.Held)
 // share the name, and every registration of it must use the same text.
@@ -72,8 +114,9 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
 	case HandOffQuery:
-		l, ok := t.lookup(lockID{q.Kind, q.Key})
-		return ok && l.unclaimed && l.owner != q.Owner, nil
+		return t.InHandOff(q.Kind, q.Key, q.Owner), nil
+	case NextGrantQuery:
+		return t.NextGrant(q.Kind, q.Key, q.Owner), nil
 	case StatsQuery:
 		return t.Stats(), nil
 	case LevelQuery:

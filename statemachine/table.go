@@ -3,6 +3,7 @@ package statemachine
 import (
 	"cmp"
 	"slices"
+	"sync"
 	"unique"
 
 	"github.com/google/btree"
@@ -520,9 +521,20 @@ func (t *Table) has(id lockID) bool {
 	return ok
 }
 
+// readerProbes are the probes readers look locks up with: readers may run
+// beside each other, so they cannot share the table's own probe, and a
+// fresh one per read escapes (the btree compares through a function
+// value), an allocation on every claim's read and release's hint.
+var readerProbes = sync.Pool{New: func() any { return new(lockState) }}
+
 // lookup looks a lock up for a reader.
 func (t *Table) lookup(id lockID) (*lockState, bool) {
-	return t.locks.Get(&lockState{kind: id.kind, key: id.key})
+	p := readerProbes.Get().(*lockState)
+	p.kind, p.key = id.kind, id.key
+	l, ok := t.locks.Get(p)
+	p.key = "" // keep no key alive
+	readerProbes.Put(p)
+	return l, ok
 }
 
 // edit returns the lock for id, creating it, and removes it from the

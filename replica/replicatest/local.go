@@ -60,6 +60,13 @@ func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key 
 	return l.Lock(kind, key), nil
 }
 
+// NextGrant reports whom a RELEASE by owner would hand the lock to.
+func (l *Local) NextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.t.NextGrant(kind, key, owner)
+}
+
 // IsLeader is always true: a local table is its own leader.
 func (l *Local) IsLeader() bool { return true }
 
