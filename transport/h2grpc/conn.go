@@ -90,12 +90,16 @@ type conn struct {
 	sendWin          int64 // the client's connection window for our DATA
 	peerInitWin      int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame     uint32
-	wclosed          bool // the connection is gone: every write fails
-	ctrlUrgent       bool // control frames buffered that must go out now
-	ctrlLazy         bool // PING ACKs buffered: the next response may carry them
-	unaryInFlight    int  // unary calls whose response is still to be written
-	resetPingStrikes bool // headers or data sent since the last ping
-	dataSinceWU      bool // DATA sent since the client's last WINDOW_UPDATE
+	wclosed          bool    // the connection is gone: every write fails
+	ctrlUrgent       bool    // control frames buffered that must go out now
+	ctrlLazy         bool    // PING ACKs buffered: the next response may carry them
+	ackHeld          bool    // a PING ACK waits to go out behind the next response (holdAck)
+	ackData          [8]byte // its payload
+	ackSince         time.Time
+	sweeping         atomic.Bool // a sweeper goroutine is flushing its held ACK
+	unaryInFlight    int         // unary calls whose response is still to be written
+	resetPingStrikes bool        // headers or data sent since the last ping
+	dataSinceWU      bool        // DATA sent since the client's last WINDOW_UPDATE
 	pingStrikes      int
 	lastPingAt       time.Time
 	windowWaits      int // writers waiting for window (tests look)
@@ -478,6 +482,9 @@ func (c *conn) flushControl() error {
 		return nil
 	}
 	c.ctrlUrgent, c.ctrlLazy = false, false
+	if err := c.writeHeldAck(); err != nil {
+		return fmt.Errorf("write held PING ACK: %w", err)
+	}
 	if err := c.bw.Flush(); err != nil {
 		return fmt.Errorf("flush control frames: %w", err)
 	}
@@ -628,8 +635,108 @@ func (c *conn) onPing(f *http2.PingFrame) error {
 	if c.pingStrikes > maxPingStrikes {
 		return &connError{http2.ErrCodeEnhanceYourCalm, "too_many_pings"}
 	}
-	c.ctrlLazy = true
-	return c.fr.WritePing(true, f.Data)
+	return c.holdAck(f.Data, now)
+}
+
+// ackHold bounds how long a PING ACK waits for a response to ride behind.
+// grpc clients ping after every response they receive (to size their
+// windows). An ACK written at once is a write of its own whenever no call
+// is in flight: at low load, one more write per call, and one more read
+// of the client's next ping, which it sends as soon as the ACK comes. An
+// ACK behind the next response goes in that response's write, and the
+// client, which sees it after the response's DATA, pings only after the
+// next one: half the pings. Keepalive pings wait too; their senders allow
+// seconds (grpc's default is 20 s).
+const ackHold = 100 * time.Millisecond
+
+// holdAck keeps a PING ACK for the next flush (wmu held). A second ping
+// while one is held has its predecessor's ACK written at once: ACKs keep
+// their order.
+func (c *conn) holdAck(data [8]byte, now time.Time) error {
+	if c.ackHeld {
+		if err := c.fr.WritePing(true, c.ackData); err != nil {
+			return err
+		}
+		c.ctrlLazy = true
+	}
+	c.ackHeld, c.ackData, c.ackSince = true, data, now
+	c.s.holdingAck(c)
+	return nil
+}
+
+// writeHeldAck buffers a held PING ACK behind what is buffered (wmu held).
+func (c *conn) writeHeldAck() error {
+	if !c.ackHeld || c.wclosed {
+		return nil
+	}
+	c.ackHeld = false
+	return c.fr.WritePing(true, c.ackData)
+}
+
+// sweepAck sends c's held ACK if it has waited ackHold, and takes c off
+// the server's list once it holds none.
+func (c *conn) sweepAck(now time.Time) {
+	defer c.sweeping.Store(false)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.ackHeld && !c.wclosed && now.Sub(c.ackSince) >= ackHold {
+		if c.writeHeldAck() == nil {
+			_ = c.bw.Flush()
+		}
+	}
+	if !c.ackHeld || c.wclosed {
+		c.s.ackMu.Lock()
+		delete(c.s.held, c)
+		c.s.ackMu.Unlock()
+	}
+}
+
+// holdingAck registers c as holding an ACK, and starts the sweeper if it
+// is not running (c.wmu held: wmu comes before ackMu).
+func (s *Server) holdingAck(c *conn) {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if s.held == nil {
+		s.held = make(map[*conn]struct{})
+	}
+	s.held[c] = struct{}{}
+	if !s.sweeping {
+		s.sweeping = true
+		go s.sweepAcks()
+	}
+}
+
+// sweepAcks flushes the ACKs no response has carried within ackHold. It
+// runs only while some connection holds one: one wake-up per ackHold for
+// the whole server, not a timer per ping.
+func (s *Server) sweepAcks() {
+	t := time.NewTicker(ackHold)
+	defer t.Stop()
+	var conns []*conn
+	for range t.C {
+		s.ackMu.Lock()
+		conns = conns[:0]
+		for c := range s.held {
+			conns = append(conns, c)
+		}
+		s.ackMu.Unlock()
+		now := time.Now()
+		for _, c := range conns {
+			// The flush runs on a goroutine of its own (one per connection
+			// at a time): a writer blocked on a peer that does not read
+			// holds the write lock, and the sweeper must not wait for it.
+			if c.sweeping.CompareAndSwap(false, true) {
+				go c.sweepAck(now)
+			}
+		}
+		s.ackMu.Lock()
+		if len(s.held) == 0 {
+			s.sweeping = false
+			s.ackMu.Unlock()
+			return
+		}
+		s.ackMu.Unlock()
+	}
 }
 
 func (c *conn) onWindowUpdate(f *http2.WindowUpdateFrame) error {

@@ -22,7 +22,18 @@
 //     writes its whole response (headers, message, trailers) under the
 //     connection's write lock and flushes it: one write syscall per
 //     response and no writer goroutine to hand frames to;
-//   - a keepalive goroutine pings an idle peer and closes a dead one.
+//   - a keepalive goroutine pings an idle peer and closes a dead one;
+//   - PING ACKs wait for the next response and go out behind it, in its
+//     write: grpc clients ping after every response they receive (to size
+//     their windows), and an ACK written at once costs a write of its own
+//     whenever no call is in flight, and brings the next ping at once. A
+//     client that sees the ACK after the response's DATA pings only after
+//     the next one: half the pings, and one write per call (2026-12-02,
+//     calls 1 ms apart from a grpc-go client: 1 write per call, from 2).
+//     One sweeper goroutine per server, running only while some
+//     connection holds an ACK, sends those no response has carried within
+//     ackHold (100 ms): no timer per ping (a timer re-armed on every ping
+//     cost more at 64 clients than the writes it saved).
 //
 // Limits against peers that make the server work for nothing. Streams
 // count against MaxConcurrentStreams until their handlers return, so

@@ -133,6 +133,12 @@ type Server struct {
 	draining bool // GracefulStop: new connections are refused
 	stopped  bool // Stop: everything is closed
 	connWG   sync.WaitGroup
+
+	// held are the connections holding a PING ACK for their next
+	// response (conn.holdAck); a sweeper goroutine runs while any does.
+	ackMu    sync.Mutex
+	held     map[*conn]struct{}
+	sweeping bool
 }
 
 // NewServer builds a server; Serve starts it on a listener.

@@ -280,6 +280,9 @@ func (st *stream) writableLocked() error {
 // after err, the error of the writes before it.
 func (c *conn) flushLocked(err error) error {
 	if err == nil {
+		err = c.writeHeldAck() // behind the response: see ackHold
+	}
+	if err == nil {
 		err = c.bw.Flush()
 	}
 	if err != nil {
