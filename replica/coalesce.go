@@ -208,7 +208,7 @@ func (n *Node) inHandOff(cmd statemachine.Command) bool {
 
 // NextGrant reports whom a RELEASE by owner would hand the lock to, as the
 // local replica sees it now: a hint for the gateway's push ahead of the
-// commit (statemachine.NextGrantQuery), never a rule of the table.
+// commit (statemachine.Table.NextGrant), never a rule of the table.
 func (n *Node) NextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant {
 	d := n.sm.Load()
 	if d == nil {

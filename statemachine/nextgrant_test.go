@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// The gateway pushes to the waiter NextGrantQuery names while the release
+// The gateway pushes to the waiter NextGrant names while the release
 // commits, so the hint must name exactly the waiter that the release,
 // applied next at the table clock, hands the lock to, and nobody when the
 // release hands it to nobody. (A release stamped later than the table
@@ -25,11 +25,7 @@ func TestNextGrantNamesTheWaiterTheReleaseGrants(t *testing.T) {
 					if !l.Found || l.Owner == "" {
 						continue
 					}
-					v, err := tb.Lookup(NextGrantQuery{Kind: kind, Key: key, Owner: l.Owner})
-					if err != nil {
-						t.Fatal(err)
-					}
-					hint := v.(NextGrant)
+					hint := tb.NextGrant(kind, key, l.Owner)
 					// Apply the release to a copy, at the table clock.
 					cp := copyTable(t, tb)
 					res := cp.Apply(idx+1, rel(kind, key, l.Owner, l.Clock))

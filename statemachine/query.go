@@ -30,44 +30,31 @@ type LockQuery struct {
 	Key  string
 }
 
-// handOffQuery asks whether a lock is granted to someone other than Owner
-// and not yet claimed: group commit's hint (Node.inHandOff), read on every
-// blocking acquire, so it answers a bool instead of copying the lock and
-// its queue as LockQuery does.
-type HandOffQuery struct {
-	Kind  Kind
-	Key   string
-	Owner string
-}
-
-// InHandOff answers a HandOffQuery: the lock is granted to someone other
-// than owner and not yet claimed.
+// InHandOff reports whether the lock is granted to someone other than
+// owner and not yet claimed: group commit's hint (replica's inHandOff),
+// read on every blocking acquire.
 func (t *Table) InHandOff(kind Kind, key, owner string) bool {
 	l, ok := t.lookup(lockID{kind, key})
 	return ok && l.unclaimed && l.owner != owner
 }
 
-// NextGrantQuery asks whom a RELEASE by Owner would hand the lock to: the
-// first live waiter, when Owner holds the lock exactly once (so that the
-// release frees it) and its lease is not over. The gateway pushes to that waiter while the release
-// commits (gateway/DESIGN.md, "Pushed ahead of the commit"); the answer is
-// a hint read from the local replica, never a rule of the table: a wrong
-// one costs the waiter a claim that finds nothing.
-type NextGrantQuery struct {
-	Kind  Kind
-	Key   string
-	Owner string
-}
-
-// NextGrant is a NextGrantQuery's answer: the waiter's owner and the
-// connection it queued on; Found is false when no hand-off is due.
+// NextGrant answers whom a RELEASE by an owner would hand the lock to:
+// the first live waiter, when the owner holds the lock exactly once (so
+// that the release frees it) and its lease is not over. The gateway
+// pushes to that waiter while the release commits (gateway/DESIGN.md,
+// "Pushed ahead of the commit"); the answer is a hint read from the local
+// replica, never a rule of the table: a wrong one costs the waiter a
+// claim that finds nothing. Found is false when no hand-off is due;
+// otherwise Owner and ConnID are the waiter's owner and the connection it
+// queued on.
 type NextGrant struct {
 	Found  bool
 	Owner  string
 	ConnID string
 }
 
-// NextGrant answers a NextGrantQuery; called directly, it costs the
+// NextGrant names the waiter a RELEASE by owner would hand the lock to
+// (see the type); it is read directly, not through Lookup, so it costs the
 // gateway's release no allocation.
 func (t *Table) NextGrant(kind Kind, key, owner string) NextGrant {
 	l, ok := t.lookup(lockID{kind, key})
@@ -113,10 +100,6 @@ func (t *Table) Lookup(q interface{}) (interface{}, error) {
 		return t.Expired(q.NowMs, q.Limit), nil
 	case LockQuery:
 		return t.Lock(q.Kind, q.Key), nil
-	case HandOffQuery:
-		return t.InHandOff(q.Kind, q.Key, q.Owner), nil
-	case NextGrantQuery:
-		return t.NextGrant(q.Kind, q.Key, q.Owner), nil
 	case StatsQuery:
 		return t.Stats(), nil
 	case LevelQuery:
