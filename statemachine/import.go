@@ -83,7 +83,7 @@ func NewImportedTable(locks []ImportedLock, clockMs int64) (*Table, ImportSummar
 			seen[w.Owner] = true
 			l.setQueue(append(l.queue(), waiter{owner: intern(w.Owner), connID: intern(w.ConnID), enqueued: w.EnqueuedMs, deadline: w.DeadlineMs, leaseMs: w.LeaseMs}))
 		}
-		expired := l.held() && clockMs > l.leaseEnd
+		expired := l.held() && l.leaseOver(clockMs)
 		if expired {
 			sum.Expired++
 			l.free()

@@ -58,11 +58,13 @@ type NextGrant struct {
 // gateway's release no allocation.
 func (t *Table) NextGrant(kind Kind, key, owner string) NextGrant {
 	l, ok := t.lookup(lockID{kind, key})
-	if !ok || l.owner != owner || l.count != 1 || t.clock > l.leaseEnd {
+	// settle's rules, read without changing anything: a lease that is over
+	// frees the lock before the release could, and dead waiters are skipped.
+	if !ok || l.owner != owner || l.count != 1 || l.leaseOver(t.clock) {
 		return NextGrant{}
 	}
 	for _, w := range l.queue() {
-		if t.clock < w.deadline {
+		if !w.dead(t.clock) {
 			return NextGrant{Found: true, Owner: w.owner, ConnID: w.connID}
 		}
 	}

@@ -81,6 +81,10 @@ func (l *lockState) setQueue(ws []waiter) {
 
 func (l *lockState) held() bool { return l.owner != "" }
 
+// leaseOver is the one rule for when a lease has ended: once the clock is
+// past its end (see Time in DESIGN.md).
+func (l *lockState) leaseOver(clock int64) bool { return clock > l.leaseEnd }
+
 type waiter struct {
 	owner    string
 	connID   string
@@ -88,6 +92,10 @@ type waiter struct {
 	deadline int64 // the waiter is dead once clock >= deadline
 	leaseMs  int64 // lease to grant when the lock is handed over
 }
+
+// dead is the one rule for when a waiter has given up: its deadline has
+// come.
+func (w waiter) dead(clock int64) bool { return clock >= w.deadline }
 
 // byLease orders the held locks by lease end, then id, for the reaper.
 // A lock's leaseEnd changes only while it is out of the index (between
@@ -402,7 +410,7 @@ func (t *Table) expire(index uint64, cmd Command) Result {
 	defer t.done(id, l)
 	// Only the lease the reaper saw may be ended, and only once the table
 	// clock is past it: a renew or a new grant committed first wins.
-	due := l.held() && l.token == cmd.Token && t.clock > l.leaseEnd
+	due := l.held() && l.token == cmd.Token && l.leaseOver(t.clock)
 	t.settle(index, id, l)
 	if !due {
 		return refused(CodeNotExpired)
@@ -462,8 +470,8 @@ func (t *Table) forceRelease(index uint64, cmd Command) Result {
 // token (from this entry's index), a lease from the waiter's request, and a
 // notification to the waiter's connection.
 func (t *Table) settle(index uint64, id lockID, l *lockState) {
-	l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return t.clock >= w.deadline }))
-	if l.held() && t.clock > l.leaseEnd {
+	l.setQueue(slices.DeleteFunc(l.queue(), func(w waiter) bool { return w.dead(t.clock) }))
+	if l.held() && l.leaseOver(t.clock) {
 		l.free()
 	}
 	if l.held() || len(l.queue()) == 0 {
