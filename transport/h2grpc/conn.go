@@ -82,20 +82,23 @@ type conn struct {
 	// The write side. wmu serialises frames; wcond wakes writers waiting
 	// for flow-control window (and is broadcast when a stream or the
 	// connection ends, so none waits forever).
-	wmu              sync.Mutex
-	wcond            *sync.Cond
-	bw               *bufio.Writer
-	henc             *hpack.Encoder
-	hbuf             bytes.Buffer
-	sendWin          int64 // the client's connection window for our DATA
-	peerInitWin      int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
-	peerMaxFrame     uint32
-	wclosed          bool    // the connection is gone: every write fails
-	ctrlUrgent       bool    // control frames buffered that must go out now
-	ctrlLazy         bool    // PING ACKs buffered: the next response may carry them
-	ackHeld          bool    // a PING ACK waits to go out behind the next response (holdAck)
-	ackData          [8]byte // its payload
-	ackSince         time.Time
+	wmu          sync.Mutex
+	wcond        *sync.Cond
+	bw           *bufio.Writer
+	henc         *hpack.Encoder
+	hbuf         bytes.Buffer
+	sendWin      int64 // the client's connection window for our DATA
+	peerInitWin  int64 // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	peerMaxFrame uint32
+	wclosed      bool    // the connection is gone: every write fails
+	ctrlUrgent   bool    // control frames buffered that must go out now
+	ctrlLazy     bool    // PING ACKs buffered: the next response may carry them
+	ackHeld      bool    // a PING ACK waits to go out behind the next response (holdAck)
+	ackData      [8]byte // its payload
+	ackListed    bool    // c is in the server's held set (both guarded by wmu)
+	// ackSince is when the held ACK was received (UnixNano, 0 when none):
+	// written under wmu, read by the sweeper without it.
+	ackSince         atomic.Int64
 	sweeping         atomic.Bool // a sweeper goroutine is flushing its held ACK
 	unaryInFlight    int         // unary calls whose response is still to be written
 	resetPingStrikes bool        // headers or data sent since the last ping
@@ -659,8 +662,14 @@ func (c *conn) holdAck(data [8]byte, now time.Time) error {
 		}
 		c.ctrlLazy = true
 	}
-	c.ackHeld, c.ackData, c.ackSince = true, data, now
-	c.s.holdingAck(c)
+	c.ackHeld, c.ackData = true, data
+	c.ackSince.Store(now.UnixNano())
+	if !c.ackListed {
+		// Listed once until the sweeper finds it holding nothing: a ping
+		// costs no server-wide lock.
+		c.ackListed = true
+		c.s.holdingAck(c)
+	}
 	return nil
 }
 
@@ -670,29 +679,45 @@ func (c *conn) writeHeldAck() error {
 		return nil
 	}
 	c.ackHeld = false
+	c.ackSince.Store(0)
 	return c.fr.WritePing(true, c.ackData)
 }
 
-// sweepAck sends c's held ACK if it has waited ackHold, and takes c off
-// the server's list once it holds none.
+// sweepAck sends c's held ACK if it has waited ackHold.
 func (c *conn) sweepAck(now time.Time) {
 	defer c.sweeping.Store(false)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	if c.ackHeld && !c.wclosed && now.Sub(c.ackSince) >= ackHold {
+	if c.wclosed {
+		// Nothing will carry it: forget it, and the next round unlists c.
+		c.ackHeld = false
+		c.ackSince.Store(0)
+		return
+	}
+	if c.ackHeld && now.UnixNano()-c.ackSince.Load() >= int64(ackHold) {
 		if c.writeHeldAck() == nil {
 			_ = c.bw.Flush()
 		}
 	}
-	if !c.ackHeld || c.wclosed {
-		c.s.ackMu.Lock()
-		delete(c.s.held, c)
-		c.s.ackMu.Unlock()
-	}
 }
 
-// holdingAck registers c as holding an ACK, and starts the sweeper if it
-// is not running (c.wmu held: wmu comes before ackMu).
+// unlistIfIdle takes c off the server's held set if it holds no ACK, or
+// is closed (ackMu held). It never waits for the write lock: a connection
+// that is writing stays listed until the next round.
+func (c *conn) unlistIfIdle() {
+	if !c.wmu.TryLock() {
+		return
+	}
+	if !c.ackHeld || c.wclosed {
+		c.ackListed = false
+		delete(c.s.held, c)
+	}
+	c.wmu.Unlock()
+}
+
+// holdingAck lists c as holding an ACK, and starts the sweeper if it is
+// not running (c.wmu held: wmu comes before ackMu, and the sweeper only
+// tries wmu while it holds ackMu).
 func (s *Server) holdingAck(c *conn) {
 	s.ackMu.Lock()
 	defer s.ackMu.Unlock()
@@ -714,13 +739,17 @@ func (s *Server) sweepAcks() {
 	defer t.Stop()
 	var conns []*conn
 	for range t.C {
+		now := time.Now()
 		s.ackMu.Lock()
 		conns = conns[:0]
 		for c := range s.held {
-			conns = append(conns, c)
+			if at := c.ackSince.Load(); at != 0 && now.UnixNano()-at >= int64(ackHold) {
+				conns = append(conns, c)
+			} else if at == 0 {
+				c.unlistIfIdle()
+			}
 		}
 		s.ackMu.Unlock()
-		now := time.Now()
 		for _, c := range conns {
 			// The flush runs on a goroutine of its own (one per connection
 			// at a time): a writer blocked on a peer that does not read

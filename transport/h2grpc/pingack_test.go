@@ -131,3 +131,38 @@ func TestSpacedCallsCostOneWriteEach(t *testing.T) {
 		t.Fatalf("%d server writes for %d spaced calls, want about one each", w, calls)
 	}
 }
+
+// A connection that closes while it holds an ACK, and one whose ACK a
+// response carried, leave the held set empty, and the sweeper ends.
+func TestHeldAcksLeaveNothingBehind(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{})
+	carried := newRaw(t, s.addr, true)
+	if err := carried.fr.WritePing(false, [8]byte{'c'}); err != nil {
+		t.Fatal(err)
+	}
+	if err := carried.request(1, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if !carried.until(func(f http2.Frame) bool { p, ok := f.(*http2.PingFrame); return ok && p.IsAck() && p.Data == [8]byte{'c'} }) {
+		t.Fatal("ping not acknowledged")
+	}
+	closed := newRaw(t, s.addr, true)
+	if err := closed.fr.WritePing(false, [8]byte{'x'}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(ackHold / 4)
+	closed.nc.Close()
+	deadline := time.Now().Add(20 * ackHold)
+	for {
+		s.ackMu.Lock()
+		n, running := len(s.held), s.sweeping
+		s.ackMu.Unlock()
+		if n == 0 && !running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %d connections still held, sweeper running %v", 20*ackHold, n, running)
+		}
+		time.Sleep(ackHold / 2)
+	}
+}
