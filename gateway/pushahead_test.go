@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -191,5 +192,62 @@ func TestPushAheadWrongGuess(t *testing.T) {
 	defer cancel()
 	if _, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, second); err != nil {
 		t.Fatalf("the second waiter's own grant was not pushed: %v", err)
+	}
+}
+
+// failedReleases answers every RELEASE with an error once the test says
+// so, as a release that was not committed (leader lost) is answered.
+type failedReleases struct {
+	*replica.Node
+	gate chan struct{}
+}
+
+func (f failedReleases) Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error) {
+	if cmd.Op == statemachine.OpRelease {
+		<-f.gate
+		return statemachine.Result{}, errors.New("not committed")
+	}
+	return f.Node.Propose(ctx, cmd)
+}
+
+// A release pushed ahead that is not committed settles its push: the
+// waiter's claim, waiting for the grant, goes on at once and finds the lock
+// still held (the waiter stays queued), and the push counts as missed.
+func TestPushAheadOfAReleaseNotCommitted(t *testing.T) {
+	gate := make(chan struct{})
+	addr, srv, _ := startNodeServerOn(t, 0, func(n *replica.Node) Table { return failedReleases{n, gate} })
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	if r := lockCall(t, holder, protocol.OpAcquire, gen2("job", "REENTRANT", "h:1", -1, 300000)); !r.Result {
+		t.Fatalf("holder acquire: %+v", r.LockResult)
+	}
+	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); r.Result || r.LockResult.WaitPosition != 0 {
+		t.Fatalf("waiter acquire: %+v", r.LockResult)
+	}
+	released := lockAsync(holder, protocol.OpRelease, gen2("job", "REENTRANT", "h:1", 0, -1))
+	ctx, cancel := client.Timeout(5 * time.Second)
+	_, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, waiter)
+	cancel()
+	if err != nil {
+		t.Fatalf("no push ahead: %v", err)
+	}
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	claimed := lockAsync(waiter, protocol.OpAcquire, claim)
+	time.Sleep(100 * time.Millisecond)
+	close(gate)
+	if a := <-released; a.err != nil || a.r.Result {
+		t.Fatalf("release not committed: %+v %v, want a failure answer", a.r, a.err)
+	}
+	select {
+	case a := <-claimed:
+		if a.err != nil || a.r.Result || a.r.LockResult.WaitPosition != 0 {
+			t.Fatalf("claim after a release not committed: %+v %v, want queued at 0", a.r, a.err)
+		}
+	case <-time.After(3 * time.Second):
+		t.Fatal("the claim still waits for a grant the failed release never made")
+	}
+	if missed := pushes(srv, "lock_notification_ahead", "missed"); missed != 1 {
+		t.Fatalf("missed pushes ahead: %v, want 1", missed)
 	}
 }
