@@ -143,7 +143,10 @@ func TestHeldAcksLeaveNothingBehind(t *testing.T) {
 	if err := carried.request(1, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if !carried.until(func(f http2.Frame) bool { p, ok := f.(*http2.PingFrame); return ok && p.IsAck() && p.Data == [8]byte{'c'} }) {
+	if !carried.until(func(f http2.Frame) bool {
+		p, ok := f.(*http2.PingFrame)
+		return ok && p.IsAck() && p.Data == [8]byte{'c'}
+	}) {
 		t.Fatal("ping not acknowledged")
 	}
 	closed := newRaw(t, s.addr, true)
