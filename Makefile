@@ -111,7 +111,7 @@ test-go: ## Go unit, gateway, process and cluster tests, race detector on, never
 # long run (a duration, so that race can still end it).
 FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
-	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
+	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./protocol:FuzzLockReplyDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
 	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
 	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes ./transport/h2grpc:FuzzConn
 

@@ -97,6 +97,24 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 		a.p.Metadata, a.p.Body = &a.md, &a.b
 		return &a.p, nil
 	}
+	if r, ok := m.(*LockOperationRequest); ok && r != nil && (r.LockInstance == nil || len(r.LockInstance.Params) == 0) {
+		// Every lock call a client makes: no reflection on this path either.
+		body, err := appendLockOperationRequest(make([]byte, 0, 256), r)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", r.TypeName(), err)
+		}
+		a := &struct {
+			p  pb.Payload
+			md pb.Metadata
+			b  anypb.Any
+		}{}
+		a.md.Type, a.md.ClientIp, a.b.Value = r.TypeName(), clientIP, body
+		if len(headers) > 0 {
+			a.md.Headers = maps.Clone(headers)
+		}
+		a.p.Metadata, a.p.Body = &a.md, &a.b
+		return &a.p, nil
+	}
 	if isNil(m) {
 		return nil, errors.New("encode: nil message")
 	}
@@ -127,7 +145,9 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 // A LockOperationRequest, the body of every lock call, is read by a
 // hand-written decoder that matches property names exactly, as Jackson
 // does; the other types go through encoding/json, which matches them
-// case-insensitively.
+// case-insensitively. A LockOperationResponse, the reply to every lock
+// call, takes a hand-written fast path where it gives encoding/json's
+// result, and encoding/json otherwise.
 func Decode(p *pb.Payload) (Message, error) {
 	md := p.GetMetadata()
 	if md == nil {
@@ -139,6 +159,11 @@ func Decode(p *pb.Payload) (Message, error) {
 			return nil, &BodyError{Type: typ, Err: err}
 		}
 		return m, nil
+	}
+	if typ := md.GetType(); typ == (LockOperationResponse{}).TypeName() {
+		if m, ok := decodeLockOperationResponse(p.GetBody().GetValue()); ok {
+			return m, nil
+		}
 	}
 	return decodeReflect(md.GetType(), p.GetBody().GetValue())
 }

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -71,4 +72,100 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"'), nil
+}
+
+// appendLockOperationRequest writes r exactly as its MarshalJSON does (the
+// headers object sorted by key and never null, omitempty, the derived
+// "module", the lock instance's waiterRetry rule), without reflection:
+// every lock call a client makes sends one. A lock instance with params is
+// not written here (the caller takes the reflective path): params is raw
+// JSON that encoding/json checks and compacts.
+// TestFastLockRequestMatchesJSON holds the bytes to encoding/json's.
+func appendLockOperationRequest(b []byte, r *LockOperationRequest) ([]byte, error) {
+	b = append(b, `{"headers":{`...)
+	var err error
+	if len(r.Headers) > 0 {
+		keys := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONString(b, k); err != nil {
+				return nil, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSONString(b, r.Headers[k]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b = append(b, '}')
+	if r.RequestID != "" {
+		b = append(b, `,"requestId":`...)
+		if b, err = appendJSONString(b, r.RequestID); err != nil {
+			return nil, err
+		}
+	}
+	if li := r.LockInstance; li != nil {
+		b = append(b, `,"lockInstance":`...)
+		if b, err = appendLockInstance(b, li); err != nil {
+			return nil, err
+		}
+	}
+	if r.LockOperationEnum != "" {
+		b = append(b, `,"lockOperationEnum":`...)
+		if b, err = appendJSONString(b, string(r.LockOperationEnum)); err != nil {
+			return nil, err
+		}
+	}
+	b = append(b, `,"module":"`+moduleLock+`"}`...)
+	return b, nil
+}
+
+// appendLockInstance writes li as LockInstance.MarshalJSON does, for an
+// instance without params.
+func appendLockInstance(b []byte, li *LockInstance) ([]byte, error) {
+	b = append(b, '{')
+	sep := func(b []byte) []byte {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		return b
+	}
+	var err error
+	if li.Key != nil {
+		b = append(sep(b), `"key":`...)
+		if b, err = appendJSONString(b, *li.Key); err != nil {
+			return nil, err
+		}
+	}
+	if li.ExpiredTime != nil {
+		b = append(sep(b), `"expiredTime":`...)
+		b = strconv.AppendInt(b, *li.ExpiredTime, 10)
+	}
+	if li.LockType != nil {
+		b = append(sep(b), `"lockType":`...)
+		if b, err = appendJSONString(b, *li.LockType); err != nil {
+			return nil, err
+		}
+	}
+	if li.Owner != "" {
+		b = append(sep(b), `"owner":`...)
+		if b, err = appendJSONString(b, li.Owner); err != nil {
+			return nil, err
+		}
+	}
+	if li.WaitTimeMs != nil {
+		b = append(sep(b), `"waitTimeMs":`...)
+		b = strconv.AppendInt(b, *li.WaitTimeMs, 10)
+	}
+	if li.WaiterRetry || li.WaitTimeMs != nil {
+		b = append(sep(b), `"waiterRetry":`...)
+		b = strconv.AppendBool(b, li.WaiterRetry)
+	}
+	return append(b, '}'), nil
 }

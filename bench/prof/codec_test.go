@@ -33,3 +33,31 @@ func BenchmarkEncodeLockReply(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEncodeLockRequest is a client's first step for every lock call:
+// a typical ACQUIRE into its payload, with the Java client's metadata.
+func BenchmarkEncodeLockRequest(b *testing.B) {
+	li := client.Instance("bench-w1-1764492000000000000-12", "NON_REENTRANT", "bench-12-1764492000000000000", client.Ms(30000), client.Ms(-1))
+	r := &protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: protocol.OpAcquire}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := protocol.EncodeWith(r, "127.0.0.1", nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkDecodeLockReply is a client's last step: a granted ACQUIRE's
+// reply.
+func BenchmarkDecodeLockReply(b *testing.B) {
+	p, err := protocol.Encode(protocol.NewLockOperationResponse(protocol.Success(), protocol.LockResult{Success: true, ReentrantCount: 1, WaitPosition: -1, FencingToken: 123456}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := protocol.Decode(p); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
