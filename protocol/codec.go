@@ -87,15 +87,7 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", r.TypeName(), err)
 		}
-		// The three messages in one allocation: the reply to every lock call.
-		a := &struct {
-			p  pb.Payload
-			md pb.Metadata
-			b  anypb.Any
-		}{}
-		a.md.Type, a.b.Value = r.TypeName(), body
-		a.p.Metadata, a.p.Body = &a.md, &a.b
-		return &a.p, nil
+		return lockPayload(r.TypeName(), "", nil, body), nil
 	}
 	if r, ok := m.(*LockOperationRequest); ok && r != nil && (r.LockInstance == nil || len(r.LockInstance.Params) == 0) {
 		// Every lock call a client makes: no reflection on this path either.
@@ -103,17 +95,7 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 		if err != nil {
 			return nil, fmt.Errorf("encode %s: %w", r.TypeName(), err)
 		}
-		a := &struct {
-			p  pb.Payload
-			md pb.Metadata
-			b  anypb.Any
-		}{}
-		a.md.Type, a.md.ClientIp, a.b.Value = r.TypeName(), clientIP, body
-		if len(headers) > 0 {
-			a.md.Headers = maps.Clone(headers)
-		}
-		a.p.Metadata, a.p.Body = &a.md, &a.b
-		return &a.p, nil
+		return lockPayload(r.TypeName(), clientIP, headers, body), nil
 	}
 	if isNil(m) {
 		return nil, errors.New("encode: nil message")
@@ -134,6 +116,22 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 		// Java never sets or reads type_url; anypb.New would set one.
 		Body: &anypb.Any{Value: body},
 	}, nil
+}
+
+// lockPayload builds the Payload of a lock call or its reply, the three
+// messages in one allocation. headers is copied.
+func lockPayload(typ, clientIP string, headers map[string]string, body []byte) *pb.Payload {
+	a := &struct {
+		p  pb.Payload
+		md pb.Metadata
+		b  anypb.Any
+	}{}
+	a.md.Type, a.md.ClientIp, a.b.Value = typ, clientIP, body
+	if len(headers) > 0 {
+		a.md.Headers = maps.Clone(headers)
+	}
+	a.p.Metadata, a.p.Body = &a.md, &a.b
+	return &a.p
 }
 
 // Decode parses p into the type named by metadata.type and returns a

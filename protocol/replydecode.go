@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"errors"
 	"strconv"
 	"strings"
 )
@@ -15,12 +16,8 @@ type lockReplyAlloc struct {
 var (
 	replyNames       = []string{"resultCode", "errorCode", "message", "requestId", "result", "lockResult"}
 	lockResultNames  = []string{"success", "reentrantCount", "waitPosition", "errorMessage", "fencingToken"}
-	errReplyFallback = errorString("decode through encoding/json")
+	errReplyFallback = errors.New("decode through encoding/json")
 )
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
 
 // decodeLockOperationResponse decodes the reply to every lock call a
 // client makes without reflection. It is a fast path only: ok is false

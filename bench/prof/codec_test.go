@@ -10,7 +10,7 @@ import (
 // BenchmarkDecodeLockRequest is the gateway's first step for every lock
 // call: the JSON body of a typical ACQUIRE into protocol types.
 func BenchmarkDecodeLockRequest(b *testing.B) {
-	li := client.Instance("bench-w1-1764492000000000000-12", "NON_REENTRANT", "bench-12-1764492000000000000", client.Ms(30000), client.Ms(-1))
+	li := typicalAcquire()
 	p, err := protocol.EncodeWith(&protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: protocol.OpAcquire}, "127.0.0.1", nil)
 	if err != nil {
 		b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkEncodeLockReply(b *testing.B) {
 // BenchmarkEncodeLockRequest is a client's first step for every lock call:
 // a typical ACQUIRE into its payload, with the Java client's metadata.
 func BenchmarkEncodeLockRequest(b *testing.B) {
-	li := client.Instance("bench-w1-1764492000000000000-12", "NON_REENTRANT", "bench-12-1764492000000000000", client.Ms(30000), client.Ms(-1))
+	li := typicalAcquire()
 	r := &protocol.LockOperationRequest{LockInstance: &li, LockOperationEnum: protocol.OpAcquire}
 	b.ReportAllocs()
 	for b.Loop() {
@@ -60,4 +60,9 @@ func BenchmarkDecodeLockReply(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// typicalAcquire is the lock instance of a W1 acquire.
+func typicalAcquire() protocol.LockInstance {
+	return client.Instance("bench-w1-1764492000000000000-12", "NON_REENTRANT", "bench-12-1764492000000000000", client.Ms(30000), client.Ms(-1))
 }
