@@ -62,6 +62,31 @@ func noPush(t *testing.T, c *client.Client, d time.Duration, why string) {
 	}
 }
 
+// pushedAheadOfRelease sets up a hand-off on the server at addr, whose
+// releases do not commit until the test lets them: "h:1" holds "job",
+// "w:7" waits at the head of its queue, and h:1's release is sent. It
+// returns once the waiter has the AVAILABLE push sent ahead of the commit.
+func pushedAheadOfRelease(t *testing.T, addr string) (waiter *client.Client, released <-chan lockAnswer, push *protocol.LockNotificationRequest) {
+	t.Helper()
+	ts := &testServer{addr: addr}
+	holder := dial(t, ts)
+	waiter = dial(t, ts)
+	if r := lockCall(t, holder, protocol.OpAcquire, gen2("job", "REENTRANT", "h:1", -1, 300000)); !r.Result {
+		t.Fatalf("holder acquire: %+v", r.LockResult)
+	}
+	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); r.Result || r.LockResult.WaitPosition != 0 {
+		t.Fatalf("waiter acquire: %+v", r.LockResult)
+	}
+	released = lockAsync(holder, protocol.OpRelease, gen2("job", "REENTRANT", "h:1", 0, -1))
+	ctx, cancel := client.Timeout(5 * time.Second)
+	defer cancel()
+	push, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, waiter)
+	if err != nil {
+		t.Fatalf("no push while the release commits: %v", err)
+	}
+	return waiter, released, push
+}
+
 // A release that hands the lock to a waiter on this node pushes to the
 // waiter before it commits; the waiter's claim, sent on that push, waits
 // for the grant and then gets exactly what the claim gets after a plain
@@ -70,21 +95,7 @@ func noPush(t *testing.T, c *client.Client, d time.Duration, why string) {
 func TestPushAheadOfTheReleaseCommit(t *testing.T) {
 	gate := make(chan struct{})
 	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return gatedReleases{n, gate} })
-	ts := &testServer{addr: addr}
-	holder, waiter := dial(t, ts), dial(t, ts)
-	if r := lockCall(t, holder, protocol.OpAcquire, gen2("job", "REENTRANT", "h:1", -1, 300000)); !r.Result {
-		t.Fatalf("holder acquire: %+v", r.LockResult)
-	}
-	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); r.Result || r.LockResult.WaitPosition != 0 {
-		t.Fatalf("waiter acquire: %+v", r.LockResult)
-	}
-	released := lockAsync(holder, protocol.OpRelease, gen2("job", "REENTRANT", "h:1", 0, -1))
-	ctx, cancel := client.Timeout(5 * time.Second)
-	p, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, waiter)
-	cancel()
-	if err != nil {
-		t.Fatalf("no push while the release commits: %v", err)
-	}
+	waiter, released, p := pushedAheadOfRelease(t, addr)
 	if p.Owner != "w:7" || p.LockKey != "job" || p.NotificationType != protocol.NotificationAvailable {
 		t.Fatalf("push: %+v", p)
 	}
@@ -216,21 +227,7 @@ func (f failedReleases) Propose(ctx context.Context, cmd statemachine.Command) (
 func TestPushAheadOfAReleaseNotCommitted(t *testing.T) {
 	gate := make(chan struct{})
 	addr, srv, _ := startNodeServerOn(t, 0, func(n *replica.Node) Table { return failedReleases{n, gate} })
-	ts := &testServer{addr: addr}
-	holder, waiter := dial(t, ts), dial(t, ts)
-	if r := lockCall(t, holder, protocol.OpAcquire, gen2("job", "REENTRANT", "h:1", -1, 300000)); !r.Result {
-		t.Fatalf("holder acquire: %+v", r.LockResult)
-	}
-	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); r.Result || r.LockResult.WaitPosition != 0 {
-		t.Fatalf("waiter acquire: %+v", r.LockResult)
-	}
-	released := lockAsync(holder, protocol.OpRelease, gen2("job", "REENTRANT", "h:1", 0, -1))
-	ctx, cancel := client.Timeout(5 * time.Second)
-	_, err := client.WaitPush[*protocol.LockNotificationRequest](ctx, waiter)
-	cancel()
-	if err != nil {
-		t.Fatalf("no push ahead: %v", err)
-	}
+	waiter, released, _ := pushedAheadOfRelease(t, addr)
 	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
 	claim.WaiterRetry = true
 	claimed := lockAsync(waiter, protocol.OpAcquire, claim)
