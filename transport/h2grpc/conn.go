@@ -93,11 +93,11 @@ type conn struct {
 	wclosed      bool    // the connection is gone: every write fails
 	ctrlUrgent   bool    // control frames buffered that must go out now
 	ctrlLazy     bool    // PING ACKs buffered: the next response may carry them
-	ackHeld      bool    // a PING ACK waits to go out behind the next response (holdAck)
-	ackData      [8]byte // its payload
+	ackData      [8]byte // the held PING ACK's payload (holdAck)
 	ackListed    bool    // c is in the server's held set (both guarded by wmu)
-	// ackSince is when the held ACK was received (UnixNano, 0 when none):
-	// written under wmu, read by the sweeper without it.
+	// ackSince is when the PING ACK waiting to go out behind the next
+	// response was received (UnixNano), 0 when none waits: written under
+	// wmu, read by the sweeper without it.
 	ackSince         atomic.Int64
 	sweeping         atomic.Bool // a sweeper goroutine is flushing its held ACK
 	unaryInFlight    int         // unary calls whose response is still to be written
@@ -656,13 +656,13 @@ const ackHold = 100 * time.Millisecond
 // while one is held has its predecessor's ACK written at once: ACKs keep
 // their order.
 func (c *conn) holdAck(data [8]byte, now time.Time) error {
-	if c.ackHeld {
+	if c.ackHeld() {
 		if err := c.fr.WritePing(true, c.ackData); err != nil {
 			return err
 		}
 		c.ctrlLazy = true
 	}
-	c.ackHeld, c.ackData = true, data
+	c.ackData = data
 	c.ackSince.Store(now.UnixNano())
 	if !c.ackListed {
 		// Listed once until the sweeper finds it holding nothing: a ping
@@ -673,12 +673,14 @@ func (c *conn) holdAck(data [8]byte, now time.Time) error {
 	return nil
 }
 
+// ackHeld reports whether a PING ACK waits for the next response.
+func (c *conn) ackHeld() bool { return c.ackSince.Load() != 0 }
+
 // writeHeldAck buffers a held PING ACK behind what is buffered (wmu held).
 func (c *conn) writeHeldAck() error {
-	if !c.ackHeld || c.wclosed {
+	if !c.ackHeld() || c.wclosed {
 		return nil
 	}
-	c.ackHeld = false
 	c.ackSince.Store(0)
 	return c.fr.WritePing(true, c.ackData)
 }
@@ -690,11 +692,10 @@ func (c *conn) sweepAck(now time.Time) {
 	defer c.wmu.Unlock()
 	if c.wclosed {
 		// Nothing will carry it: forget it, and the next round unlists c.
-		c.ackHeld = false
 		c.ackSince.Store(0)
 		return
 	}
-	if c.ackHeld && now.UnixNano()-c.ackSince.Load() >= int64(ackHold) {
+	if at := c.ackSince.Load(); at != 0 && now.UnixNano()-at >= int64(ackHold) {
 		if c.writeHeldAck() == nil {
 			_ = c.bw.Flush()
 		}
@@ -708,7 +709,7 @@ func (c *conn) unlistIfIdle() {
 	if !c.wmu.TryLock() {
 		return
 	}
-	if !c.ackHeld || c.wclosed {
+	if !c.ackHeld() || c.wclosed {
 		c.ackListed = false
 		delete(c.s.held, c)
 	}
