@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -609,10 +608,6 @@ func (s *Server) pushAhead(cmd statemachine.Command) func() {
 		return nil
 	}
 	s.m.pushed("lock_notification_ahead", nil)
-	// Let the connection's writer send the push now: with one P (a server
-	// pinned to one core), the release's proposal would otherwise run
-	// first, and its fsync holds the P until the runtime hands it off.
-	runtime.Gosched()
 	return func() {
 		if c.releaseDone(k, a) {
 			// The release granted someone else, or nobody: the waiter's
