@@ -27,6 +27,8 @@ type Config struct {
 	CoalesceWindow time.Duration
 	// Transport is gateway.Config.Transport: the SDK port's gRPC server.
 	Transport string
+	// Profiling is admin.Config.Profiling: /debug/pprof/ on the main port.
+	Profiling bool
 
 	// Version and Commit are logged at start and printed in the banner.
 	Version, Commit string

@@ -221,6 +221,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Connections:  s.gw,   // GET /v1/connections: this node's registered clients
 		Registerer:   reg,    // nacoslockd_admin_force_releases_total
 		Version:      s.gate.advertised,
+		Profiling:    cfg.Profiling, // GET /debug/pprof/...
 	}, s.node, log)
 	cfg.step("admin built")
 	return s, nil

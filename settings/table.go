@@ -97,6 +97,10 @@ var (
 		Choices: []string{"h2", "grpc"},
 		Doc:     "the SDK port's gRPC server: h2, our lean HTTP/2 server for the two Nacos methods (package transport/h2grpc: less CPU per call, more calls per second), or grpc, grpc-go's server (the default until December 2026, kept as the fallback)",
 	})
+	Profiling = declare(Setting{
+		Flag: "pprof", Env: "NACOS_LOCKD_PPROF", Kind: Bool, Default: false,
+		Doc: "serve Go's profiles and execution traces (net/http/pprof) under /debug/pprof/ on the main port, guarded like the admin API (a global admin's token when auth is on); off by default, since a CPU profile or trace costs CPU while it runs",
+	})
 	ShowVersion = declare(Setting{
 		Flag: "version", Kind: Bool, Default: false,
 		Doc: "print the version, commit and build date, then exit",

@@ -35,6 +35,7 @@ type config struct {
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
 	transport      string // the SDK port's gRPC server (gateway.Config.Transport)
+	profiling      bool   // /debug/pprof/ on the main port (admin.Config.Profiling)
 }
 
 var (
@@ -105,7 +106,7 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	cfg := config{dataDir: flags.String(settings.DataDir), logFormat: flags.String(settings.LogFormat),
 		join: flags.Bool(settings.Join), importNacos: flags.String(settings.ImportNacos),
 		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow),
-		transport: flags.String(settings.Transport)}
+		transport: flags.String(settings.Transport), profiling: flags.Bool(settings.Profiling)}
 	if !settings.Transport.CheckChoice(cfg.transport) {
 		return config{}, fmt.Errorf("--transport %q: want %s", cfg.transport, settings.Transport.ChoiceList())
 	}

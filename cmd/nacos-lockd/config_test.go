@@ -44,6 +44,23 @@ func TestParseConfig(t *testing.T) {
 			t.Fatalf("coalesce window %s, want 0 (off)", cfg.coalesceWindow)
 		}
 	})
+	t.Run("profiling is off unless asked for", func(t *testing.T) {
+		if cfg, err := parseConfig(nil, noEnv, io.Discard); err != nil || cfg.profiling {
+			t.Fatalf("default: profiling %v, %v", cfg.profiling, err)
+		}
+		if cfg, err := parseConfig([]string{"--pprof"}, noEnv, io.Discard); err != nil || !cfg.profiling {
+			t.Fatalf("--pprof: profiling %v, %v", cfg.profiling, err)
+		}
+		env := func(k string) string {
+			if k == "NACOS_LOCKD_PPROF" {
+				return "true"
+			}
+			return ""
+		}
+		if cfg, err := parseConfig(nil, env, io.Discard); err != nil || !cfg.profiling {
+			t.Fatalf("NACOS_LOCKD_PPROF=true: profiling %v, %v", cfg.profiling, err)
+		}
+	})
 	t.Run("the file sets what flags do not", func(t *testing.T) {
 		cfg, err := parseConfig([]string{"--config", props}, noEnv, io.Discard)
 		if err != nil {

@@ -93,7 +93,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	sc := server.Config{
 		Self: cfg.self, Members: cfg.members, Cluster: cfg.cluster, Join: cfg.join, DataDir: cfg.dataDir,
 		Lock: cfg.lock, Auth: cfg.auth, TLS: cfg.tls, Identity: cfg.identity, CoalesceWindow: cfg.coalesceWindow,
-		Transport: cfg.transport, Version: build.Version, Commit: build.Commit, Log: log, Banner: stdout,
+		Transport: cfg.transport, Profiling: cfg.profiling, Version: build.Version, Commit: build.Commit, Log: log, Banner: stdout,
 		Names: nameWatch{self: cfg.self, members: cfg.members, host: sysHost, log: log},
 	}
 	if cfg.importNacos != "" {

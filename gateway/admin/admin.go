@@ -79,6 +79,9 @@ type Config struct {
 	// applied cluster level) and, when set, makes adding a member check
 	// that the member reads the cluster's level. Nil leaves both out.
 	Version func() adminapi.Version
+	// Profiling serves Go's profiles and traces under /debug/pprof/,
+	// guarded like the /v1 routes. Off leaves those routes out.
+	Profiling bool
 }
 
 // BaselineLevel is the level of a member that does not say what it reads:
@@ -126,6 +129,9 @@ func New(cfg Config, cluster Cluster, log zerolog.Logger) *Server {
 		s.mux.Handle("GET /metrics", cfg.Metrics)
 	}
 	s.addLockRoutes() // locks.go
+	if cfg.Profiling {
+		s.addProfileRoutes() // profile.go
+	}
 	return s
 }
 

@@ -162,6 +162,13 @@ func TestRuntimeLogLevel(t *testing.T) {
 
 func newAuthAPI(t *testing.T) (http.Handler, *auth.Authenticator) {
 	t.Helper()
+	return newAuthAPIWith(t, Config{})
+}
+
+// newAuthAPIWith is newAuthAPI on cfg (its Auth and Describe are set
+// here).
+func newAuthAPIWith(t *testing.T, cfg Config) (http.Handler, *auth.Authenticator) {
+	t.Helper()
 	store, err := auth.OpenStore(t.TempDir()+"/users.json", fastHashes)
 	if err != nil {
 		t.Fatal(err)
@@ -177,8 +184,9 @@ func newAuthAPI(t *testing.T) (http.Handler, *auth.Authenticator) {
 		t.Fatal(err)
 	}
 	fc := &fakeCluster{self: 1, leader: 1, members: map[uint64]string{1: "127.0.0.1:7848"}, removed: map[uint64]bool{}}
-	api := New(Config{Auth: a, Describe: func(id uint64, raft string) Member { return Member{ReplicaID: id, RaftAddress: raft} }}, fc, zerolog.Nop())
-	return api.Handler(), a
+	cfg.Auth = a
+	cfg.Describe = func(id uint64, raft string) Member { return Member{ReplicaID: id, RaftAddress: raft} }
+	return New(cfg, fc, zerolog.Nop()).Handler(), a
 }
 
 func form(t *testing.T, h http.Handler, path, query, body string) *httptest.ResponseRecorder {
