@@ -12,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/internal/syncbuf"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -252,6 +253,18 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 	dir := t.TempDir()
 	members := map[uint64]string{1: freeAddr(t), 2: freeAddr(t), 3: freeAddr(t)}
 	nodes := make([]*Node, 0, 3)
+	// Leader changes and dragonboat's warnings are kept and shown if the
+	// test fails: it once failed with proposals timing out after 10s, and
+	// nothing said whether the leader had changed meanwhile. (A buffer, not
+	// t.Log: dragonboat's logger is the process's, and writes on after the
+	// test.)
+	var logs syncbuf.Buffer
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the replicas' log:\n%s", logs.String())
+		}
+	})
+	log := zerolog.New(&logs).Level(zerolog.InfoLevel)
 	for id := uint64(1); id <= 3; id++ {
 		db, err := storage.Open(storage.Config{Dir: filepath.Join(dir, fmt.Sprint(id), "locks")})
 		if err != nil {
@@ -259,7 +272,7 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 		}
 		defer db.Close()
 		n, err := Start(RaftConfig{NodeHostDir: filepath.Join(dir, fmt.Sprint(id), "raft"), RaftAddress: members[id],
-			ReplicaID: id, Members: members, ElectionRTT: 50, HeartbeatRTT: 5}, db, nil, zerolog.Nop())
+			ReplicaID: id, Members: members, ElectionRTT: 50, HeartbeatRTT: 5}, db, nil, log.With().Uint64("node", id).Logger())
 		if err != nil {
 			t.Fatal(err)
 		}
