@@ -2,7 +2,10 @@ package load
 
 import (
 	"context"
+	"errors"
+	"math"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -150,3 +153,43 @@ func TestW1AtARate(t *testing.T) {
 		t.Fatalf("slow client: p50 %.1f ms (want well above the 30 ms service time), %.0f ops/s", rep.P50Ms, rep.OpsPerSec)
 	}
 }
+
+// A counter read as the window opens and closes lands in Extra as its
+// change per op; one that cannot be read is left out.
+func TestCountersPerOp(t *testing.T) {
+	var ops atomic.Int64
+	locker := countingLocker{&ops}
+	spec := Spec{Target: "fake", Workload: "w1", Clients: 2, Warmup: 50 * time.Millisecond, Duration: 300 * time.Millisecond,
+		Counters: map[string]func() (float64, error){
+			// Three per pair: each pair's acquire and release, and one more.
+			"calls":  func() (float64, error) { return 1.5 * float64(ops.Load()), nil },
+			"broken": func() (float64, error) { return 0, errors.New("no metrics") },
+		}}
+	rep := W1(context.Background(), spec, []Locker{locker, locker})
+	if rep.Ops == 0 {
+		t.Fatal("no pairs")
+	}
+	// A pair that straddles the window's opening or closing counts in
+	// one of the two and not the other: allow one per client and edge.
+	if v, ok := rep.Extra["callsPerOp"]; !ok || math.Abs(v-3) > 3*4/float64(rep.Ops) {
+		t.Fatalf("callsPerOp %v (%v), want 3 for %d pairs", v, ok, rep.Ops)
+	}
+	if _, ok := rep.Extra["brokenPerOp"]; ok {
+		t.Fatal("a counter that failed to read got a figure")
+	}
+}
+
+// countingLocker counts its calls, each taking a millisecond.
+type countingLocker struct{ n *atomic.Int64 }
+
+func (l countingLocker) Acquire(ctx context.Context, _ string, _ bool) (Grant, error) {
+	l.n.Add(1)
+	Sleep(ctx, time.Millisecond)
+	return Grant{}, nil
+}
+func (l countingLocker) Release(ctx context.Context, _ string) error {
+	l.n.Add(1)
+	Sleep(ctx, time.Millisecond)
+	return nil
+}
+func (countingLocker) Close() error { return nil }

@@ -80,6 +80,11 @@ type Spec struct {
 	// not reported). A PID of os.Getpid() measures an in-process server.
 	PIDs     []int
 	Progress io.Writer // nil: no progress
+	// Counters are read as the measured window opens and as it closes;
+	// the report's Extra gets each one's change per op as <name>PerOp (a
+	// counter that fails to read is left out). nacos-lockd's Raft applied
+	// index gives the log entries, and so the syncs, per op.
+	Counters map[string]func() (float64, error)
 }
 
 // Recorder collects what the client loops did. Each loop owns one Shard,
@@ -159,6 +164,7 @@ func Run(ctx context.Context, spec Spec, loop Loop) Report {
 	}
 	Sleep(ctx, spec.Warmup)
 	cpu0 := CPUSeconds(spec.PIDs)
+	counters0 := readCounters(spec.Counters)
 	start := time.Now()
 	rec.start.Store(start.UnixNano())
 	rec.measuring.Store(true)
@@ -190,6 +196,7 @@ loop:
 	rec.measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1 := CPUSeconds(spec.PIDs)
+	counters1 := readCounters(spec.Counters)
 	cancel()
 	wg.Wait()
 
@@ -212,10 +219,29 @@ loop:
 			rep.ServerCPUPerOp = (cpu1 - cpu0) * 1e6 / float64(rep.Ops)
 		}
 	}
+	for name, v0 := range counters0 {
+		if v1, ok := counters1[name]; ok && rep.Ops > 0 {
+			if rep.Extra == nil {
+				rep.Extra = map[string]float64{}
+			}
+			rep.Extra[name+"PerOp"] = (v1 - v0) / float64(rep.Ops)
+		}
+	}
 	rec.errMu.Lock()
 	rep.ErrorLog = rec.errLog
 	rec.errMu.Unlock()
 	return rep
+}
+
+// readCounters reads every counter that can be read now.
+func readCounters(cs map[string]func() (float64, error)) map[string]float64 {
+	out := make(map[string]float64, len(cs))
+	for name, read := range cs {
+		if v, err := read(); err == nil {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 func timeline(shards []*Shard, elapsed time.Duration) []Sample {

@@ -69,6 +69,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return runAB(ctx, args[1:], stdout, stderr)
 		case "serve-noop":
 			return serveNoop(ctx, args[1:], stderr)
+		case "sync-floor":
+			return runSyncFloor(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
@@ -268,6 +270,10 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 	}
 	defer srv.close()
 	spec.PIDs = []int{srv.pid()}
+	// One node syncs its log once per entry: entries per op are syncs per op.
+	spec.Counters = map[string]func() (float64, error){
+		"raftEntries": func() (float64, error) { return peers.Metric(srv.metrics, "nacoslockd_raft_applied_index", "") },
+	}
 	switch o.workload {
 	case "w1", "w2":
 		rep, err := w12(ctx, o, spec, dialNacos(srv.grpcAddr, o.lease))

@@ -165,6 +165,10 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	s.stopAll() // W3-W5 run nacos-lockd alone, each on a fresh server
+	var floor *syncFloor
+	if len(rates) > 0 && slices.Contains(targets, "nacos-lockd") && slices.Contains(targets, "grpc-noop") {
+		floor = s.syncFloor(ctx)
+	}
 	if slices.Contains(targets, "nacos-lockd") && s.skipped["nacos-lockd"] == "" {
 		for _, w := range []string{"w3", "w4", "w5"} {
 			if !wl[w] {
@@ -204,7 +208,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s.stopAll()
 
 	machine := machineLine()
-	table := ratioTable(reps, targets, s.skipped, tableMeta{machine: machine, rounds: *rounds, pin: plan})
+	table := ratioTable(reps, targets, s.skipped, tableMeta{machine: machine, rounds: *rounds, pin: plan, syncFloor: floor})
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, table)
 	if err := os.WriteFile(filepath.Join(*out, "table.md"), []byte(table), 0o644); err != nil {
@@ -215,7 +219,9 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		Pinning string            `json:"pinning"`
 		Skipped map[string]string `json:"skipped"`
 		Reports []load.Report     `json:"reports"`
-	}{machine, plan.String(), s.skipped, reps}, "", "  ")
+		// SyncFloor: one synced log write, back to back (syncfloor.go).
+		SyncFloor *syncFloor `json:"syncFloor,omitempty"`
+	}{machine, plan.String(), s.skipped, reps, floor}, "", "  ")
 	if err := os.WriteFile(filepath.Join(*out, "results.json"), b, 0o644); err != nil {
 		return err
 	}
@@ -248,6 +254,33 @@ type suite struct {
 	nacosPeer         string
 	javaCP            string // built on first use
 	pin               peers.Pinning
+}
+
+// syncFloor measures what one synced log write costs this machine at
+// least: synced writes back to back, in a child process on the servers'
+// CPU with nothing else running. Paced writes cost more each (the CPU
+// idles and wakes between them), but a server shares those wake-ups with
+// its requests, so only the back-to-back figure is a floor under it. Nil
+// when it could not be measured.
+func (s *suite) syncFloor(ctx context.Context) *syncFloor {
+	fmt.Fprintf(s.stderr, "== sync floor: synced writes back to back on the servers' CPU\n")
+	var buf bytes.Buffer
+	cmd := exec.CommandContext(ctx, s.self, "sync-floor", "--json", "--dir", s.work, "--duration", max(s.duration, 3*time.Second).String())
+	cmd.Stdout, cmd.Stderr = &buf, s.stderr
+	if err := peers.StartCmd(cmd, s.pin.Server); err != nil {
+		fmt.Fprintf(s.stderr, "-- sync floor: %v\n", err)
+		return nil
+	}
+	if err := cmd.Wait(); err != nil {
+		fmt.Fprintf(s.stderr, "-- sync floor: %v\n", err)
+		return nil
+	}
+	var f syncFloor
+	if err := json.Unmarshal(buf.Bytes(), &f); err != nil {
+		fmt.Fprintf(s.stderr, "-- sync floor: %v\n", err)
+		return nil
+	}
+	return &f
 }
 
 func (s *suite) skip(t string, err error) {
