@@ -42,7 +42,7 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 		snapshotsSaved: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nacoslockd_snapshots_total", Help: "Snapshot archives written (streamed to a follower or exported)."}),
 		coalesced: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "nacoslockd_raft_coalesced_commands", Help: "Renews per coalesced log entry.",
+			Name: "nacoslockd_raft_coalesced_commands", Help: "Lock commands per Raft entry proposed by this node (group commit: every kind, not only renews).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 9)}),
 	}
 	stat := func(f func(statemachine.Stats) float64) func() float64 {
