@@ -166,7 +166,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	s.stopAll() // W3-W5 run nacos-lockd alone, each on a fresh server
 	var floor *syncFloor
-	if len(rates) > 0 && slices.Contains(targets, "nacos-lockd") && slices.Contains(targets, "grpc-noop") {
+	if wl["w1"] && slices.Contains(targets, "nacos-lockd") && slices.Contains(targets, "grpc-noop") {
 		floor = s.syncFloor(ctx)
 	}
 	if slices.Contains(targets, "nacos-lockd") && s.skipped["nacos-lockd"] == "" {
