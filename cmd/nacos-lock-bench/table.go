@@ -23,33 +23,31 @@ type tableMeta struct {
 
 // syncFloorArithmetic is what the log's syncs cost nacos-lockd per pair
 // at rate at least (its entries per pair, one sync each, times one synced
-// write's CPU back to back), and grpc-noop's CPU per pair plus that, over
-// grpc-noop's: the lowest CPU ratio a server that syncs as often could
-// reach.
-func syncFloorArithmetic(reps []load.Report, rate float64, f syncFloor) (entries, perPair, ratio float64, ok bool) {
+// write's CPU back to back), and grpc-noop's CPU per pair there: noop plus
+// perPair, over noop, is the lowest CPU ratio a server that syncs as often
+// could reach.
+func syncFloorArithmetic(reps []load.Report, rate float64, f syncFloor) (entries, perPair, noop float64, ok bool) {
 	entries, ok1 := pickAt(reps, "nacos-lockd", "w1", 64, rate, func(r load.Report) float64 { return r.Extra["raftEntriesPerOp"] })
 	noop, ok2 := pickAt(reps, "grpc-noop", "w1", 64, rate, mCPU)
 	if !ok1 || !ok2 || noop <= 0 || f.Writes == 0 {
 		return 0, 0, 0, false
 	}
-	perPair = entries * f.CPUUsPerWrite
-	return entries, perPair, (noop + perPair) / noop, true
+	return entries, entries * f.CPUUsPerWrite, noop, true
 }
 
 func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
-	entries, perPair, ratio, ok := syncFloorArithmetic(reps, rate, f)
+	entries, perPair, noop, ok := syncFloorArithmetic(reps, rate, f)
 	if !ok {
 		return ""
 	}
 	own, _ := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
-	noop, _ := pickAt(reps, "grpc-noop", "w1", 64, rate, mCPU)
 	return fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one fdatasync each. "+
 		"One synced %d-byte write into a pre-written file, back to back on the servers' CPU with nothing else running (`nacos-lock-bench sync-floor`), "+
 		"cost %s µs of CPU (p50 %s ms), so its syncs cost at least %s µs per pair "+
 		"(paced writes cost more each, but a server shares their wake-ups with its requests). "+
 		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a server that syncs as often. nacos-lockd: %s µs (%.2fx).\n",
 		entries, f.Record, fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
-		fmtSig(noop), fmtSig(noop+perPair), ratio, fmtSig(own), own/noop)
+		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop, fmtSig(own), own/noop)
 }
 
 // parseRates reads --rates: open-loop totals in ops/s ("" for none).
@@ -347,8 +345,8 @@ func issueChecks(reps []load.Report, pinned bool, rates []float64, floor *syncFl
 	// ratio the log's syncs allow at that point.
 	withFloor := func(detail string, rate float64) string {
 		if floor != nil {
-			if _, _, least, found := syncFloorArithmetic(reps, rate, *floor); found {
-				detail += fmt.Sprintf("; its log's syncs alone put the floor at %.2fx", least)
+			if _, perPair, noop, found := syncFloorArithmetic(reps, rate, *floor); found {
+				detail += fmt.Sprintf("; its log's syncs alone put the floor at %.2fx", (noop+perPair)/noop)
 			}
 		}
 		return detail
