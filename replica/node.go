@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"nacos-lockd/replica/walfile"
 	"nacos-lockd/settings"
 	"nacos-lockd/storage"
 
@@ -139,6 +140,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	}
 	cfg = cfg.withDefaults()
 	setDragonboatLogger(log)
+	walfile.Install() // before dragonboat opens its log: see the package
 	n := &Node{cfg: cfg, log: log}
 	n.level.Store(statemachine.LevelBaseline)
 	n.m = newNodeMetrics(cfg.Metrics, n)

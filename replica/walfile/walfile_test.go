@@ -1,0 +1,197 @@
+package walfile
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/vfs"
+)
+
+// TestLogIsPaddedAheadOfItsWriter writes a log in small records across
+// several chunks and checks that the file always reaches past the writer
+// (so no sync after the first chunk moves its end), that its start is
+// exactly what was written, and that the rest is zeros.
+func TestLogIsPaddedAheadOfItsWriter(t *testing.T) {
+	dir := t.TempDir()
+	fs := FS{vfs.Default}
+	f, err := fs.Create(filepath.Join(dir, "000001.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := f.(*paddedFile); !ok {
+		t.Fatalf("a log is a %T, want *paddedFile", f)
+	}
+	var want bytes.Buffer
+	rec := make([]byte, 700)
+	for i := 0; want.Len() < 3*Chunk+Chunk/3; i++ {
+		for j := range rec {
+			rec[j] = byte(i + j + 1) // never a zero run longer than a record
+		}
+		if _, err := f.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		want.Write(rec)
+		if i%50 == 0 {
+			if err := f.Sync(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := os.Stat(filepath.Join(dir, "000001.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() < int64(want.Len()) || st.Size()%Chunk != 0 {
+			t.Fatalf("after %d bytes the file is %d bytes long: want a whole number of chunks reaching past the writer", want.Len(), st.Size())
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "000001.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:want.Len()], want.Bytes()) {
+		t.Fatal("the log's start differs from what was written: padding overwrote data")
+	}
+	if tail := got[want.Len():]; len(tail) == 0 || !bytes.Equal(tail, make([]byte, len(tail))) {
+		t.Fatalf("the %d bytes after the data are not all zeros", len(tail))
+	}
+	if len(got) > want.Len()+2*Chunk {
+		t.Fatalf("file is %d bytes for %d written: padded more than two chunks ahead", len(got), want.Len())
+	}
+}
+
+// TestReusedLogKeepsItsLength: a recycled log is written from its start
+// and its old length counts as padding until the writer passes it.
+func TestReusedLogKeepsItsLength(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "000001.log")
+	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 3*Chunk), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := FS{vfs.Default}.ReuseForWrite(old, filepath.Join(dir, "000002.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write([]byte("entry")); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "000002.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3*Chunk || string(got[:5]) != "entry" || got[5] != 7 {
+		t.Fatalf("reused log: %d bytes starting %q: want its old 3 chunks, overwritten from the start only", len(got), got[:6])
+	}
+}
+
+// TestOtherFilesAreLeftAlone: tables, manifests and the rest come from the
+// inner file system unwrapped (pebble keeps syncing them its own way).
+func TestOtherFilesAreLeftAlone(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"000003.sst", "MANIFEST-000001", "OPTIONS-000002", "CURRENT"} {
+		f, err := FS{vfs.Default}.Create(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := f.(*os.File); !ok {
+			t.Errorf("%s is a %T, want the inner *os.File", name, f)
+		}
+		f.Close()
+	}
+}
+
+// TestPebbleReplaysPaddedLogs opens a pebble database on the padded file
+// system, writes synced batches across log rotations, and opens a copy of
+// its directory taken while it is still open (what a crash leaves behind):
+// every synced write is there, and the zeros after the last one end the
+// replay instead of failing it.
+func TestPebbleReplaysPaddedLogs(t *testing.T) {
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, &pebble.Options{FS: FS{vfs.Default}, MemTableSize: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 3000
+	val := bytes.Repeat([]byte("v"), 300)
+	for i := 0; i < n; i++ {
+		if err := db.Set([]byte(fmt.Sprintf("k%06d", i)), val, pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+		if i == n/3 {
+			if err := db.Flush(); err != nil { // a closed log, then a new one
+				t.Fatal(err)
+			}
+		}
+	}
+	logs, padded := 0, 0
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if IsLog(e.Name()) {
+			logs++
+			if info, err := e.Info(); err == nil && info.Size() > 0 && info.Size()%Chunk == 0 {
+				padded++
+			}
+		}
+	}
+	if logs == 0 || padded == 0 {
+		t.Fatalf("%d logs, %d of them padded: the database did not write through the padded file system", logs, padded)
+	}
+
+	image := t.TempDir()
+	copyDir(t, dir, image)
+	db2, err := pebble.Open(image, &pebble.Options{FS: FS{vfs.Default}})
+	if err != nil {
+		t.Fatalf("open the crash image: %v", err)
+	}
+	defer db2.Close()
+	for i := 0; i < n; i++ {
+		v, closer, err := db2.Get([]byte(fmt.Sprintf("k%06d", i)))
+		if err != nil {
+			t.Fatalf("key %d after replay: %v", i, err)
+		}
+		if !bytes.Equal(v, val) {
+			t.Fatalf("key %d: value of %d bytes", i, len(v))
+		}
+		closer.Close()
+	}
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || e.Name() == "LOCK" {
+			continue
+		}
+		src, err := os.Open(filepath.Join(from, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst, err := os.Create(filepath.Join(to, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.Copy(dst, src); err != nil {
+			t.Fatal(err)
+		}
+		src.Close()
+		dst.Close()
+	}
+}
