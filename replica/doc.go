@@ -9,6 +9,8 @@
 // one ordered queue that groups commands into entries), Node's admin API
 // reads (admin.go), sealing an installed table into a snapshot (seal.go),
 // the node's metrics and the routing of dragonboat's log (dblog.go).
+// Package walfile, installed by Start, keeps the Raft log's write-ahead
+// files padded ahead of their writer so each entry's sync flushes data only.
 //
 // Node implements gateway.Table, control.Table, admin.Locks and
 // admin.Cluster; replicatest.Local is the in-memory stand-in for it.

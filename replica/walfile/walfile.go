@@ -83,7 +83,7 @@ func wrap(name string, f vfs.File, err error) (vfs.File, error) {
 		of.Close()
 		return nil, fmt.Errorf("stat write-ahead file %s: %w", name, err)
 	}
-	return &paddedFile{File: of, f: of, padded: st.Size()}, nil
+	return &paddedFile{File: of, f: of, writeAt: of.WriteAt, padded: st.Size()}, nil
 }
 
 // paddedFile is a write-ahead file written sequentially from offset 0 by
@@ -93,13 +93,17 @@ func wrap(name string, f vfs.File, err error) (vfs.File, error) {
 type paddedFile struct {
 	vfs.File // the *os.File: reads, Stat, Close
 	f        *os.File
+	writeAt  func([]byte, int64) (int, error) // pads; a test makes it fail
 
 	off int64 // the writer's offset; only Write touches it
 
 	mu      sync.Mutex
 	padded  int64         // bytes from 0 written, by the writer or as padding
 	padding chan struct{} // closed when the background pad ends; nil if none runs
-	padErr  error         // the last background pad's error
+	padErr  error         // the last pad's error, until a pad succeeds
+	// noPadUntil: after a failed pad, writes ending before it append
+	// without padding.
+	noPadUntil int64
 }
 
 var zeros = make([]byte, Chunk)
@@ -107,25 +111,28 @@ var zeros = make([]byte, Chunk)
 func (p *paddedFile) Write(b []byte) (int, error) {
 	end := p.off + int64(len(b))
 	p.mu.Lock()
-	for end > p.padded {
+	for end > p.padded && end > p.noPadUntil {
 		if wait := p.padding; wait != nil {
 			p.mu.Unlock()
 			<-wait
 			p.mu.Lock()
 			continue
 		}
-		if err := p.padErr; err != nil {
-			p.mu.Unlock()
-			return 0, err
+		// The writer outran the padding (the first write, a write larger
+		// than a chunk, or a failed background pad): pad here; the data's
+		// sync makes it durable.
+		from := max(p.padded, p.off) // past what was appended unpadded
+		n := (end - from + Chunk - 1) / Chunk * Chunk
+		if err := p.pad(from, n); err != nil {
+			// Padding is only an optimisation: never fail the log for
+			// it (a full disk may still hold the entry). Append, and try
+			// again a chunk later.
+			p.padErr = err
+			p.noPadUntil = end + Chunk
+			break
 		}
-		// The writer outran the padding (the first write, or a write
-		// larger than a chunk): pad here, synced with the data.
-		n := (end - p.padded + Chunk - 1) / Chunk * Chunk
-		if err := p.pad(p.padded, n); err != nil {
-			p.mu.Unlock()
-			return 0, err
-		}
-		p.padded += n
+		p.padded = from + n
+		p.padErr = nil
 	}
 	if p.padding == nil && p.padErr == nil && end > p.padded-Chunk/2 {
 		p.padAhead()
@@ -161,7 +168,7 @@ func (p *paddedFile) padAhead() {
 func (p *paddedFile) pad(from, n int64) error {
 	for n > 0 {
 		k := min(n, Chunk)
-		if _, err := p.f.WriteAt(zeros[:k], from); err != nil {
+		if _, err := p.writeAt(zeros[:k], from); err != nil {
 			return fmt.Errorf("pad write-ahead file: %w", err)
 		}
 		from += k

@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
@@ -193,5 +195,65 @@ func copyDir(t *testing.T, from, to string) {
 		}
 		src.Close()
 		dst.Close()
+	}
+}
+
+// TestFailedPaddingNeverFailsTheLog: while padding fails (a full disk),
+// the log appends unpadded and loses nothing; once padding works again it
+// resumes past what was appended, never over it.
+func TestFailedPaddingNeverFailsTheLog(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "000001.log")
+	f, err := FS{vfs.Default}.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := f.(*paddedFile)
+	var mu sync.Mutex
+	failing := true
+	p.writeAt = func(b []byte, off int64) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return 0, syscall.ENOSPC
+		}
+		return p.f.WriteAt(b, off)
+	}
+	var want bytes.Buffer
+	rec := make([]byte, 4000)
+	write := func(upTo int) {
+		for i := 0; want.Len() < upTo; i++ {
+			for j := range rec {
+				rec[j] = byte(want.Len()/len(rec) + j + 1)
+			}
+			if _, err := p.Write(rec); err != nil {
+				t.Fatalf("write at %d: %v", want.Len(), err)
+			}
+			want.Write(rec)
+		}
+	}
+	write(2*Chunk + Chunk/2) // appended, padding failing all along
+	if st, _ := os.Stat(name); st.Size() != int64(want.Len()) {
+		t.Fatalf("with padding failing the file is %d bytes, want exactly the %d written", st.Size(), want.Len())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	write(5 * Chunk)
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) <= want.Len() {
+		t.Fatalf("file is %d bytes for %d written: padding did not resume", len(got), want.Len())
+	}
+	if !bytes.Equal(got[:want.Len()], want.Bytes()) {
+		t.Fatal("data differs from what was written: a pad after the failures overwrote it")
+	}
+	if tail := got[want.Len():]; !bytes.Equal(tail, make([]byte, len(tail))) {
+		t.Fatal("the tail after the data is not zeros")
 	}
 }
