@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"nacos-lockd/replica/walfile"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +128,45 @@ func TestNodeProposeRestart(t *testing.T) {
 	}
 	if exp, err := n.Expired(time.Now().UnixMilli()+10_000, 10); err != nil || len(exp) != 1 || exp[0].Key != "fresh" {
 		t.Fatalf("expired leases: %+v %v", exp, err)
+	}
+}
+
+// TestNodeLogIsPadded: Start installs walfile, so the write-ahead file a
+// node's log writes through is padded past its entries (whole chunks),
+// and the node restarts with every entry.
+func TestNodeLogIsPadded(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
+	n, db := env.start(t)
+	for i := range 20 {
+		propose(t, n, acq(N, fmt.Sprint("pad-", i), "o", "c1", time.Now().UnixMilli(), 600000, 0))
+	}
+	var logs, padded []string
+	err := filepath.WalkDir(filepath.Join(env.dir, "raft"), func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".log") {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		logs = append(logs, fmt.Sprintf("%s %d", filepath.Base(path), info.Size()))
+		if info.Size() > 0 && info.Size()%walfile.Chunk == 0 {
+			padded = append(padded, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(padded) == 0 {
+		t.Fatalf("no write-ahead file of the log is padded: %v", logs)
+	}
+	n.Close()
+	db.Close()
+	n, db = env.start(t)
+	defer db.Close()
+	defer n.Close()
+	if r := propose(t, n, acq(N, "pad-19", "other", "c2", time.Now().UnixMilli(), 600000, 0)); r.Success() {
+		t.Fatalf("a lock taken before the restart was free after it: %+v", r)
 	}
 }

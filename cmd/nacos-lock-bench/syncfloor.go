@@ -18,7 +18,8 @@ import (
 )
 
 // syncFloor is what one durable log write costs this machine: a record
-// written into a pre-written file (as a recycled WAL segment is) and
+// written into a pre-written file (as nacos-lockd's padded WAL files are,
+// replica/walfile) and
 // fdatasync'd, at a given rate. A replicated log pays it once per entry,
 // whatever runs above it, so it is the floor under any server that syncs
 // every entry (see the suite's fixed-rate table).

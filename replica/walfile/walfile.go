@@ -67,11 +67,11 @@ func (fs FS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 	return wrap(newname, f, err)
 }
 
-// IsLog reports whether pebble uses name as a write-ahead file.
-func IsLog(name string) bool { return strings.HasSuffix(name, ".log") }
+// isLog reports whether pebble uses name as a write-ahead file.
+func isLog(name string) bool { return strings.HasSuffix(name, ".log") }
 
 func wrap(name string, f vfs.File, err error) (vfs.File, error) {
-	if err != nil || !IsLog(name) {
+	if err != nil || !isLog(name) {
 		return f, err
 	}
 	of, ok := f.(*os.File)

@@ -142,7 +142,7 @@ func TestPebbleReplaysPaddedLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, e := range entries {
-		if IsLog(e.Name()) {
+		if isLog(e.Name()) {
 			logs++
 			if info, err := e.Info(); err == nil && info.Size() > 0 && info.Size()%Chunk == 0 {
 				padded++
