@@ -3,7 +3,9 @@ package gateway
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -62,12 +64,22 @@ type metrics struct {
 	callsHandled      [2][maxCode + 1]prometheus.Counter
 	connErrors        *prometheus.CounterVec // code (h2 only)
 
+	// The request series by label index (opLabels, resultLabels), so a
+	// request finds its series without hashing its labels (WithLabelValues
+	// and map lookups were most of what a request's metrics cost):
+	// latencyOf is filled when m is built; requestCount as label pairs
+	// first occur, so /metrics lists only the pairs that happened.
+	latencyOf    []prometheus.Observer
+	requestCount [][]atomic.Pointer[prometheus.Counter]
+
 	// Nacos's own series, so existing Nacos dashboards keep working.
 	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
 	nacosRt     prometheus.Summary
 	nacosRtMax  prometheus.Gauge
-	rtMaxMu     sync.Mutex
-	rtMax       float64
+	// The same gauges by group, {total, success}, as request counts them.
+	nacosLock, nacosUnlock, nacosRenew [2]prometheus.Gauge
+	rtMaxMu                            sync.Mutex
+	rtMax                              atomicFloat
 
 	// Timings the table cannot keep (apply never reads a clock): when this
 	// node pushed a grant, when a waiter first queued, when a hold began.
@@ -137,10 +149,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_transport_connections_accepted_total", Help: "Connections accepted on the SDK port."}),
 		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_transport_connection_errors_total", Help: "SDK-port connections closed because of the client: an HTTP/2 protocol violation or limit (the GOAWAY's error code) or an unanswered keepalive ping. The h2 transport counts them; grpc-go's reports none."}, []string{"code"}),
-		nacosCounts: map[string]prometheus.Gauge{},
-		notified:    map[grantKey]time.Time{},
-		queued:      map[waitKey]time.Time{},
-		held:        map[waitKey]time.Time{},
+		nacosCounts:  map[string]prometheus.Gauge{},
+		requestCount: make([][]atomic.Pointer[prometheus.Counter], len(opLabels)),
+		notified:     map[grantKey]time.Time{},
+		queued:       map[waitKey]time.Time{},
+		held:         map[waitKey]time.Time{},
 	}
 	started := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "nacoslockd_grpc_calls_started_total", Help: "Calls on the SDK port that reached the gateway, by method (request, requestBiStream)."}, []string{"method"})
@@ -165,9 +178,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		reg.MustRegister(g)
 		m.nacosCounts[name] = g
 	}
+	m.nacosLock = [2]prometheus.Gauge{m.nacosCounts["grpcLockTotal"], m.nacosCounts["grpcLockSuccess"]}
+	m.nacosUnlock = [2]prometheus.Gauge{m.nacosCounts["grpcUnLockTotal"], m.nacosCounts["grpcUnLockSuccess"]}
+	m.nacosRenew = [2]prometheus.Gauge{m.nacosCounts["grpcRenewTotal"], m.nacosCounts["grpcRenewSuccess"]}
 	// Pre-create the series so dashboards see zeros, not gaps.
-	for _, op := range opLabels {
-		m.latency.WithLabelValues(op)
+	for i, op := range opLabels {
+		m.latencyOf = append(m.latencyOf, m.latency.WithLabelValues(op))
+		m.requestCount[i] = make([]atomic.Pointer[prometheus.Counter], len(resultLabels))
 	}
 	for _, t := range pushLabels {
 		m.pushes.WithLabelValues(t, "sent")
@@ -195,27 +212,66 @@ func (m *metrics) request(op string, result string, d time.Duration, nacosOp str
 	if m == nil {
 		return
 	}
-	m.requests.WithLabelValues(op, result).Inc()
-	m.latency.WithLabelValues(op).Observe(d.Seconds())
-	m.nacosRt.Observe(d.Seconds())
-	m.rtMaxMu.Lock()
-	if s := d.Seconds(); s > m.rtMax {
-		m.rtMax = s
-		m.nacosRtMax.Set(s)
+	o, r := labelIndex(opLabels, op), labelIndex(resultLabels, result)
+	if o < 0 || r < 0 {
+		// Not from the closed sets: a bug, but still counted.
+		m.requests.WithLabelValues(op, result).Inc()
+		m.latency.WithLabelValues(op).Observe(d.Seconds())
+	} else {
+		m.requestCounter(o, r).Inc()
+		m.latencyOf[o].Observe(d.Seconds())
 	}
-	m.rtMaxMu.Unlock()
+	m.nacosRt.Observe(d.Seconds())
+	if s := d.Seconds(); s > m.rtMax.Load() {
+		// Rare once warm: only a new maximum takes the lock.
+		m.rtMaxMu.Lock()
+		if s > m.rtMax.Load() {
+			m.rtMax.Store(s)
+			m.nacosRtMax.Set(s)
+		}
+		m.rtMaxMu.Unlock()
+	}
 	// Nacos counts CANCEL_WAIT and unknown operations under "unlock".
-	total, success := "grpcUnLockTotal", "grpcUnLockSuccess"
+	counts := &m.nacosUnlock
 	switch nacosOp {
 	case "acquire":
-		total, success = "grpcLockTotal", "grpcLockSuccess"
+		counts = &m.nacosLock
 	case "renew":
-		total, success = "grpcRenewTotal", "grpcRenewSuccess"
+		counts = &m.nacosRenew
 	}
-	m.nacosCounts[total].Inc()
+	counts[0].Inc()
 	if result == "granted" || result == "released" || result == "renewed" {
-		m.nacosCounts[success].Inc()
+		counts[1].Inc()
 	}
+}
+
+// atomicFloat is a float64 read without a lock.
+type atomicFloat struct{ bits atomic.Uint64 }
+
+func (f *atomicFloat) Load() float64   { return math.Float64frombits(f.bits.Load()) }
+func (f *atomicFloat) Store(v float64) { f.bits.Store(math.Float64bits(v)) }
+
+// labelIndex finds label in one of the closed label sets, -1 if absent.
+// The sets are short and callers pass their own strings, so this is a few
+// length compares.
+func labelIndex(set []string, label string) int {
+	for i, l := range set {
+		if l == label {
+			return i
+		}
+	}
+	return -1
+}
+
+// requestCounter is the requests series of one label pair, by index.
+func (m *metrics) requestCounter(op, result int) prometheus.Counter {
+	p := &m.requestCount[op][result]
+	if c := p.Load(); c != nil {
+		return *c
+	}
+	c := m.requests.WithLabelValues(opLabels[op], resultLabels[result])
+	p.Store(&c) // a racing store holds the same series
+	return c
 }
 
 // outcome tracks the timings around one applied lock command on this node.
