@@ -165,6 +165,7 @@ func (s *Server) newRPCServer() rpcServer {
 			KeepaliveTime:    keepaliveTime,
 			KeepaliveTimeout: keepaliveTimeout,
 			MinPingInterval:  minClientPing,
+			MaxCallDuration:  s.cfg.RequestTimeout, // lock's bound, see there
 			Workers:          streamWorkers,
 			Log:              s.log.With().Str("transport", TransportH2).Logger(),
 			ConnError:        s.m.connError,

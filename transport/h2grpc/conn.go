@@ -876,15 +876,22 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 		c.respondEarly(id, h.endStream, "200", codes.Unimplemented, "compression "+encoding+" is not supported")
 		return nil
 	}
-	var ctx context.Context
-	var cancel context.CancelFunc
+	var limit time.Duration // 0: none
 	if timeout != "" {
 		d, ok := parseTimeout(timeout)
 		if !ok {
 			c.respondEarly(id, h.endStream, "200", codes.Internal, "malformed grpc-timeout "+fmt.Sprintf("%q", timeout))
 			return nil
 		}
-		ctx, cancel = context.WithTimeout(c.ctx, d)
+		limit = max(d, time.Nanosecond) // a zero timeout has passed already
+	}
+	if m := c.s.cfg.MaxCallDuration; m > 0 && !bidi && (limit == 0 || m < limit) {
+		limit = m
+	}
+	var ctx context.Context
+	var cancel context.CancelFunc
+	if limit > 0 {
+		ctx, cancel = context.WithTimeout(c.ctx, limit)
 	} else {
 		ctx, cancel = context.WithCancel(c.ctx)
 	}

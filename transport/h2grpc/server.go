@@ -69,6 +69,12 @@ type Config struct {
 	// HandshakeTimeout bounds the TLS handshake and the client preface
 	// with its first SETTINGS. Default 20 s.
 	HandshakeTimeout time.Duration
+	// MaxCallDuration, if set, bounds every unary call: its context ends
+	// this long after its HEADERS arrived, or at the client's grpc-timeout
+	// if that is sooner. A server that bounds its handlers anyway sets it
+	// instead of wrapping the call's context in a timeout of its own: one
+	// context and timer per call, not two. Streams are never bounded.
+	MaxCallDuration time.Duration
 	// Workers is how many long-lived goroutines serve calls; calls beyond
 	// them get a goroutine of their own. Default 256.
 	Workers int

@@ -719,3 +719,72 @@ func (s *Server) allDraining() bool {
 	}
 	return true
 }
+
+func TestMaxCallDurationBoundsUnaryCallsOnly(t *testing.T) {
+	type seen struct {
+		deadline time.Time
+		hasDL    bool
+	}
+	unary := make(chan seen, 1)
+	stream := make(chan seen, 1)
+	const bound = 5 * time.Second
+	s := startServer(t, Config{MaxCallDuration: bound}, Handlers{
+		Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+			dl, ok := ctx.Deadline()
+			unary <- seen{dl, ok}
+			return echo(ctx, p)
+		},
+		Stream: func(st grpc.BidiStreamingServer[pb.Payload, pb.Payload]) error {
+			dl, ok := st.Context().Deadline()
+			stream <- seen{dl, ok}
+			_, err := st.Recv()
+			return err
+		},
+	})
+	cc := dial(t, s.addr)
+	client := pb.NewRequestClient(cc)
+	call := func(ctx context.Context) (seen, time.Time, time.Time) {
+		t.Helper()
+		before := time.Now()
+		if _, err := client.Request(ctx, payload("T", "x")); err != nil {
+			t.Fatal(err)
+		}
+		return <-unary, before, time.Now()
+	}
+
+	// No grpc-timeout: the bound applies from the call's arrival.
+	c, before, after := call(context.Background())
+	if !c.hasDL || c.deadline.Before(before.Add(bound)) || c.deadline.After(after.Add(bound)) {
+		t.Fatalf("call without a timeout: deadline %v (set %v), want %v after the call", c.deadline, c.hasDL, bound)
+	}
+	// A longer grpc-timeout is cut to the bound.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	c, before, after = call(ctx)
+	cancel()
+	if !c.hasDL || c.deadline.Before(before.Add(bound)) || c.deadline.After(after.Add(bound)) {
+		t.Fatalf("call with a longer timeout: deadline %v, want %v after the call", c.deadline, bound)
+	}
+	// A shorter one wins.
+	const short = time.Second
+	ctx, cancel = context.WithTimeout(context.Background(), short)
+	c, _, after = call(ctx)
+	cancel()
+	if !c.hasDL || c.deadline.After(after.Add(short)) {
+		t.Fatalf("call with a shorter timeout: deadline %v, want by %v", c.deadline, after.Add(short))
+	}
+
+	// A stream lives as long as the client keeps it: no bound.
+	sctx, scancel := context.WithCancel(context.Background())
+	defer scancel()
+	st, err := pb.NewBiRequestStreamClient(cc).RequestBiStream(sctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(payload("T", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-stream; c.hasDL {
+		t.Fatalf("stream has a deadline %v", c.deadline)
+	}
+	_ = st.CloseSend()
+}
