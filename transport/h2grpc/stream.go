@@ -82,7 +82,7 @@ func (st *stream) run() {
 		return
 	}
 	req := new(pb.Payload)
-	err := proto.Unmarshal((*st.req)[5:], req)
+	err := unmarshalPayload((*st.req)[5:], req)
 	putBuf(st.req)
 	st.req = nil
 	if err != nil {
@@ -341,7 +341,7 @@ func (st *stream) RecvMsg(m any) error {
 			if inc > 0 {
 				st.returnWindow(inc)
 			}
-			if err := proto.Unmarshal(msg, p); err != nil {
+			if err := unmarshalPayload(msg, p); err != nil {
 				return status.Errorf(codes.Internal, "grpc: error unmarshalling message: %v", err)
 			}
 			return nil
