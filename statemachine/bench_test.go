@@ -50,3 +50,40 @@ func BenchmarkApplyPair(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkApplyHandOff measures a W2 hand-off on one lock with 16
+// clients: the holder's RELEASE (which grants the head of the queue) and
+// its ACQUIRE queueing again behind the others.
+func BenchmarkApplyHandOff(b *testing.B) {
+	const clients = 16
+	t := NewTable()
+	var idx uint64
+	apply := func(c Command) Result {
+		idx++
+		return t.Apply(idx, c)
+	}
+	acquire := func(i int, now int64) Command {
+		return Command{Op: OpAcquire, NowMs: now, Kind: KindNonReentrant, Key: "w2", Owner: fmt.Sprintf("owner-%d", i),
+			ConnID: fmt.Sprintf("1764492000000_127.0.0.1_%d_1", 40000+i), LeaseMs: 30000, WaitMs: 30000}
+	}
+	for i := range clients {
+		apply(acquire(i, 1))
+	}
+	t.DiscardChanges()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		holder := i % clients
+		rel := acquire(holder, int64(2+i))
+		rel.Op, rel.WaitMs = OpRelease, 0
+		if r := apply(rel); !r.Success() {
+			b.Fatal(r.Code)
+		}
+		if r := apply(acquire(holder, int64(2+i))); r.Success() || r.WaitPosition < 0 {
+			b.Fatalf("queueing again: %+v", r)
+		}
+		if i%8 == 0 {
+			t.DiscardChanges()
+		}
+	}
+}

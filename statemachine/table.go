@@ -122,6 +122,13 @@ type Table struct {
 	locks  *btree.BTreeG[*lockState]       // every lock, by id (byID): lookups, listings, snapshots
 	conns  map[string]map[*lockState]int32 // connection -> locks that reference it (holder or waiter), with multiplicity
 	leases *btree.BTreeG[*lockState]       // held locks by lease end (byLease), for the reaper
+	// emptied lists connections whose conns entry emptied during the
+	// command being applied; the command's end drops those still empty.
+	// A command takes a lock out of the indexes and puts it back, so a
+	// connection's only reference goes and comes back within one command
+	// (every W2 hand-off, for every waiter of the lock): deleting and
+	// remaking its map each time cost the apply an allocation per waiter.
+	emptied []string
 	// probe is the key apply looks locks up with (find): a lookup with a
 	// fresh one would allocate it, as the btree's comparison escapes it.
 	probe   lockState
@@ -190,6 +197,12 @@ func (t *Table) ApplyEncoded(index uint64, data []byte) Result {
 
 // Apply applies one command committed at the given Raft index.
 func (t *Table) Apply(index uint64, cmd Command) Result {
+	res := t.apply(index, cmd)
+	t.dropEmptied()
+	return res
+}
+
+func (t *Table) apply(index uint64, cmd Command) Result {
 	t.applied = index
 	if !cmd.valid() {
 		return refused(CodeMalformed)
@@ -608,8 +621,20 @@ func (t *Table) ref(conn string, l *lockState, delta int32) {
 	}
 	delete(refs, l)
 	if len(refs) == 0 {
-		delete(t.conns, conn)
+		t.emptied = append(t.emptied, conn)
 	}
+}
+
+// dropEmptied removes the connections left without references by the
+// command just applied (see emptied).
+func (t *Table) dropEmptied() {
+	for _, c := range t.emptied {
+		if len(t.conns[c]) == 0 {
+			delete(t.conns, c)
+		}
+	}
+	clear(t.emptied)
+	t.emptied = t.emptied[:0]
 }
 
 // takeDirty returns the locks changed since the last call, in key order.
@@ -705,4 +730,5 @@ func (t *Table) put(id lockID, l *lockState) {
 	l.kind, l.key = id.kind, id.key
 	t.locks.ReplaceOrInsert(l) // replaces old, which has the same id
 	t.index(l)
+	t.dropEmptied()
 }
