@@ -97,6 +97,14 @@ func EncodeWith(m Message, clientIP string, headers map[string]string) (*pb.Payl
 		}
 		return lockPayload(r.TypeName(), clientIP, headers, body), nil
 	}
+	if r, ok := m.(*LockNotificationRequest); ok && r != nil {
+		// Pushed at every hand-off.
+		body, err := appendLockNotificationRequest(make([]byte, 0, 192), r)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", r.TypeName(), err)
+		}
+		return lockPayload(r.TypeName(), clientIP, headers, body), nil
+	}
 	if isNil(m) {
 		return nil, errors.New("encode: nil message")
 	}

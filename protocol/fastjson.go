@@ -82,33 +82,9 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 // JSON that encoding/json checks and compacts.
 // TestFastLockRequestMatchesJSON holds the bytes to encoding/json's.
 func appendLockOperationRequest(b []byte, r *LockOperationRequest) ([]byte, error) {
-	b = append(b, `{"headers":{`...)
-	var err error
-	if len(r.Headers) > 0 {
-		keys := make([]string, 0, len(r.Headers))
-		for k := range r.Headers {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			if b, err = appendJSONString(b, k); err != nil {
-				return nil, err
-			}
-			b = append(b, ':')
-			if b, err = appendJSONString(b, r.Headers[k]); err != nil {
-				return nil, err
-			}
-		}
-	}
-	b = append(b, '}')
-	if r.RequestID != "" {
-		b = append(b, `,"requestId":`...)
-		if b, err = appendJSONString(b, r.RequestID); err != nil {
-			return nil, err
-		}
+	b, err := appendRequestBase(b, r.RequestBase)
+	if err != nil {
+		return nil, err
 	}
 	if li := r.LockInstance; li != nil {
 		b = append(b, `,"lockInstance":`...)
@@ -124,6 +100,63 @@ func appendLockOperationRequest(b []byte, r *LockOperationRequest) ([]byte, erro
 	}
 	b = append(b, `,"module":"`+moduleLock+`"}`...)
 	return b, nil
+}
+
+// appendRequestBase opens a request's object with its envelope, as
+// encoding/json writes the embedded RequestBase after forWire: the headers
+// (never null, keys sorted) and a requestId when there is one.
+func appendRequestBase(b []byte, rb RequestBase) ([]byte, error) {
+	b = append(b, `{"headers":{`...)
+	var err error
+	if len(rb.Headers) > 0 {
+		keys := make([]string, 0, len(rb.Headers))
+		for k := range rb.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for i, k := range keys {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONString(b, k); err != nil {
+				return nil, err
+			}
+			b = append(b, ':')
+			if b, err = appendJSONString(b, rb.Headers[k]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	b = append(b, '}')
+	if rb.RequestID != "" {
+		b = append(b, `,"requestId":`...)
+		if b, err = appendJSONString(b, rb.RequestID); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// appendLockNotificationRequest writes r exactly as its MarshalJSON does:
+// the server pushes one to the next waiter at every hand-off, and through
+// encoding/json that was 4% of the server's CPU under W2 c=16.
+func appendLockNotificationRequest(b []byte, r *LockNotificationRequest) ([]byte, error) {
+	b, err := appendRequestBase(b, r.RequestBase)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range [...]struct{ name, v string }{
+		{`,"lockKey":`, r.LockKey}, {`,"lockType":`, r.LockType}, {`,"owner":`, r.Owner}, {`,"notificationType":`, r.NotificationType},
+	} {
+		if f.v == "" {
+			continue
+		}
+		b = append(b, f.name...)
+		if b, err = appendJSONString(b, f.v); err != nil {
+			return nil, err
+		}
+	}
+	return append(b, `,"module":"`+moduleLock+`"}`...), nil
 }
 
 // appendLockInstance writes li as LockInstance.MarshalJSON does, for an

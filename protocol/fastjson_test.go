@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"maps"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -101,6 +102,48 @@ func TestFastLockRequestMatchesJSON(t *testing.T) {
 		hs["Content-Type"] = "changed" // the payload's headers are a copy
 		if md.GetHeaders()["Content-Type"] == "changed" {
 			t.Fatalf("EncodeWith request %d shares the caller's headers map", i)
+		}
+	}
+}
+
+func TestFastLockNotificationMatchesJSON(t *testing.T) {
+	strs := []string{"", "k", "AVAILABLE", "NACOS_LOCK", `quote " and \ back`, "tab\tnew\nline", "ü 键 🔒", "\u2028 sep", "<html>&", "bad utf8 \xff", "ctl \x01"}
+	rng := rand.New(rand.NewPCG(20261202, 17))
+	pick := func() string { return strs[rng.IntN(len(strs))] }
+	for i := range 3000 {
+		r := &LockNotificationRequest{LockKey: pick(), LockType: pick(), Owner: pick(), NotificationType: pick()}
+		r.RequestID = pick()
+		switch rng.IntN(3) {
+		case 0:
+		case 1:
+			r.Headers = map[string]string{}
+		default:
+			r.Headers = map[string]string{}
+			for range 1 + rng.IntN(4) {
+				r.Headers[pick()] = pick()
+			}
+		}
+		want, err := marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendLockNotificationRequest(nil, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("notification %d:\n got %s\nwant %s", i, got, want)
+		}
+		p, err := Encode(r)
+		if err != nil || !bytes.Equal(p.GetBody().GetValue(), want) || p.GetMetadata().GetType() != "LockNotificationRequest" {
+			t.Fatalf("Encode notification %d: %v %v", i, err, p)
+		}
+		back, err := Decode(p)
+		if err != nil {
+			t.Fatalf("decode notification %d: %v", i, err)
+		}
+		if n, ok := back.(*LockNotificationRequest); !ok || n.LockKey != strings.ToValidUTF8(r.LockKey, "\ufffd") || n.Owner != strings.ToValidUTF8(r.Owner, "\ufffd") {
+			t.Fatalf("notification %d decodes to %#v", i, back)
 		}
 	}
 }
