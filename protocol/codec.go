@@ -166,8 +166,13 @@ func Decode(p *pb.Payload) (Message, error) {
 		}
 		return m, nil
 	}
-	if typ := md.GetType(); typ == (LockOperationResponse{}).TypeName() {
+	switch md.GetType() {
+	case (LockOperationResponse{}).TypeName():
 		if m, ok := decodeLockOperationResponse(p.GetBody().GetValue()); ok {
+			return m, nil
+		}
+	case (LockNotificationResponse{}).TypeName():
+		if m, ok := decodeLockNotificationResponse(p.GetBody().GetValue()); ok {
 			return m, nil
 		}
 	}

@@ -14,7 +14,7 @@ type lockReplyAlloc struct {
 }
 
 var (
-	replyNames       = []string{"resultCode", "errorCode", "message", "requestId", "result", "lockResult"}
+	replyNames       = []string{"resultCode", "errorCode", "message", "requestId", "result", "lockResult"} // the envelope's four first
 	lockResultNames  = []string{"success", "reentrantCount", "waitPosition", "errorMessage", "fencingToken"}
 	errReplyFallback = errors.New("decode through encoding/json")
 )
@@ -41,15 +41,13 @@ func decodeLockOperationResponse(data []byte) (m *LockOperationResponse, ok bool
 		if !more {
 			break
 		}
+		if handled, err := s.readResponseBase(name, &r.ResponseBase); handled {
+			if err != nil {
+				return nil, false
+			}
+			continue
+		}
 		switch string(name) {
-		case "resultCode":
-			err = s.readInt(&r.ResultCode)
-		case "errorCode":
-			err = s.readInt(&r.ErrorCode)
-		case "message":
-			err = s.readString(&r.Message)
-		case "requestId":
-			err = s.readString(&r.RequestID)
 		case "result":
 			var v, set bool
 			if v, set, err = s.boolOrNull(); set {
@@ -72,6 +70,58 @@ func decodeLockOperationResponse(data []byte) (m *LockOperationResponse, ok bool
 				return nil, false
 			}
 			err = s.skipValue() // "success", and whatever a server adds
+		}
+		if err != nil {
+			return nil, false
+		}
+	}
+	if !s.atEnd() {
+		return nil, false
+	}
+	return r, true
+}
+
+// readResponseBase reads the value of the envelope property name into rb,
+// if it is one.
+func (s *jsonScanner) readResponseBase(name []byte, rb *ResponseBase) (handled bool, err error) {
+	switch string(name) {
+	case "resultCode":
+		return true, s.readInt(&rb.ResultCode)
+	case "errorCode":
+		return true, s.readInt(&rb.ErrorCode)
+	case "message":
+		return true, s.readString(&rb.Message)
+	case "requestId":
+		return true, s.readString(&rb.RequestID)
+	}
+	return false, nil
+}
+
+// decodeLockNotificationResponse decodes a client's answer to a pushed
+// notification, one per hand-off, as decodeLockOperationResponse does:
+// a fast path only (ok false: decode through encoding/json), held to
+// encoding/json by FuzzNotificationReplyDecoder.
+func decodeLockNotificationResponse(data []byte) (m *LockNotificationResponse, ok bool) {
+	s := jsonScanner{data: data}
+	if s.atEnd() || data[s.pos] != '{' || s.beginObject() != nil {
+		return nil, false
+	}
+	r := new(LockNotificationResponse)
+	for first := true; ; first = false {
+		name, more, err := s.nextName(first)
+		if err != nil {
+			return nil, false
+		}
+		if !more {
+			break
+		}
+		handled, err := s.readResponseBase(name, &r.ResponseBase)
+		switch {
+		case handled:
+		case folds(name, replyNames[:4]):
+			return nil, false
+		default:
+			err = s.skipValue() // "success", and whatever a client adds
 		}
 		if err != nil {
 			return nil, false

@@ -110,6 +110,42 @@ func FuzzLockReplyDecoder(f *testing.F) {
 	})
 }
 
+// FuzzNotificationReplyDecoder holds the notification answer's fast path
+// to encoding/json the same way.
+func FuzzNotificationReplyDecoder(f *testing.F) {
+	for _, r := range []*LockNotificationResponse{
+		{ResponseBase: Success()}, {ResponseBase: ResponseBase{ResultCode: 200, RequestID: "17"}},
+		{ResponseBase: Failure(CodeFailure, CodeNoRight, `quote " and \ back`)}, {ResponseBase: ResponseBase{Message: "bad utf8 \xff"}},
+	} {
+		p, err := Encode(r)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(p.GetBody().GetValue())
+	}
+	for _, b := range []string{`{"resultCode":200,"success":true,"requestId":"3"}`, `{"RequestId":"x"}`, `{"message":null,"errorCode":1e3}`,
+		`{"resultCode":500,"errorCode":-9223372036854775808,"extra":{"a":[1,2,{"b":null}]}}`, ` {"requestId":"\ud800x"} `, `{}`, `[]`} {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		got, ok := decodeLockNotificationResponse(body)
+		if !ok {
+			return
+		}
+		want, err := decodeReflect("LockNotificationResponse", body)
+		if err != nil {
+			t.Fatalf("body %q: fast path decoded %s, encoding/json failed: %v", body, dump(got), err)
+		}
+		if !reflect.DeepEqual(Message(got), want) {
+			t.Fatalf("body %q:\n fast %s\n json %s", body, dump(got), dump(want))
+		}
+		m, err := Decode(payload("LockNotificationResponse", body))
+		if err != nil || !reflect.DeepEqual(m, Message(got)) {
+			t.Fatalf("Decode(%q) = %v, %v; want the fast path's %s", body, m, err, dump(got))
+		}
+	})
+}
+
 // replyShapes are the replies TestFastLockReplyMatchesJSON encodes.
 func replyShapes() []*LockOperationResponse {
 	var out []*LockOperationResponse
@@ -122,4 +158,14 @@ func replyShapes() []*LockOperationResponse {
 		)
 	}
 	return out
+}
+
+// What clients send takes the fast path, not encoding/json.
+func TestNotificationReplyTakesTheFastPath(t *testing.T) {
+	for _, body := range []string{`{"resultCode":200,"errorCode":0,"requestId":"42","success":true}`, `{"resultCode":500,"errorCode":500,"message":"no waiter","requestId":"7","success":false}`} {
+		m, ok := decodeLockNotificationResponse([]byte(body))
+		if !ok || m.RequestID == "" || m.ResultCode == 0 {
+			t.Fatalf("%s: fast path %v, %+v", body, ok, m)
+		}
+	}
 }
