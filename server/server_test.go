@@ -124,6 +124,33 @@ func TestCoalesceWindowOff(t *testing.T) {
 	}
 }
 
+// The Raft clock: a single node ticks as seldom as its election timeout
+// allows (three ticks to it), a cluster keeps about ten ticks to the
+// timeout; the election timeout itself stays what was set, to a tick.
+func TestRaftTiming(t *testing.T) {
+	self := compat.Member{Host: "127.0.0.1", Port: 8850, RaftPort: 7850}
+	for _, c := range []struct {
+		cluster, join             bool
+		electionMs                int64
+		rtt, election, heartbeats uint64
+	}{
+		{false, false, 0, 10, 3, 1}, // the single node's default, 30 ms
+		{false, false, 10, 3, 3, 1}, // the least that may be set
+		{false, false, 600, 200, 3, 1},
+		{true, false, 0, 5, 60, 6}, // the cluster's default, 300 ms
+		{true, false, 20, 1, 20, 2},
+		{true, true, 0, 5, 60, 6}, // joining: a cluster member's clock
+	} {
+		cfg := Config{Self: self, Cluster: c.cluster, Join: c.join}
+		cfg.Lock.ElectionTimeoutMs = c.electionMs
+		rc := raftConfig(cfg, t.TempDir(), 1, nil)
+		if rc.RTTMillisecond != c.rtt || rc.ElectionRTT != c.election || rc.HeartbeatRTT != c.heartbeats {
+			t.Errorf("cluster %v, election %d ms: tick %d ms, election %d ticks, heartbeat %d ticks; want %d, %d, %d",
+				c.cluster, c.electionMs, rc.RTTMillisecond, rc.ElectionRTT, rc.HeartbeatRTT, c.rtt, c.election, c.heartbeats)
+		}
+	}
+}
+
 // A node's first replica id: 1 alone; in a cluster, the one every member
 // derives from its cluster.conf address (so all agree without talking).
 func TestBootstrapReplicaID(t *testing.T) {

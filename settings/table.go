@@ -18,10 +18,11 @@ const (
 
 	// ElectionTimeoutSingleMs and ElectionTimeoutClusterMs are the Raft
 	// election timeout when RaftElectionTimeout is unset: a single node has
-	// nobody to wait for, and 300 ms in a cluster rides out GC and
-	// scheduling pauses on a busy host while keeping failover well under a
-	// second.
-	ElectionTimeoutSingleMs  = 10
+	// nobody to wait for (it becomes leader 30 to 60 ms after it starts,
+	// and its Raft clock ticks every 10 ms), and 300 ms in a cluster rides
+	// out GC and scheduling pauses on a busy host while keeping failover
+	// well under a second.
+	ElectionTimeoutSingleMs  = 30
 	ElectionTimeoutClusterMs = 300
 
 	// DefaultCoalesceWindow is CoalesceWindow's default.
@@ -181,7 +182,7 @@ var (
 		Prop: "nacos.lock.raft.election_timeout_ms", Kind: Millis, Default: int64(0), Min: 10, Max: 60_000,
 		Zero:        "the mode's default",
 		DefaultText: fmt.Sprintf("%d (single node) / %d (cluster)", ElectionTimeoutSingleMs, ElectionTimeoutClusterMs),
-		Doc:         "Raft election timeout; heartbeats every tenth of it",
+		Doc:         "Raft election timeout; in a cluster, heartbeats every tenth of it",
 	})
 	RaftSnapshotEntries = declare(Setting{
 		Prop: "nacos.lock.raft.snapshot_entries", Kind: Int, Default: int64(10_000), Min: 10, Max: 1 << 40,
