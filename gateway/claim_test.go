@@ -14,6 +14,7 @@ import (
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
+	"nacos-lockd/protocol/pb"
 	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/statemachine/lockview"
@@ -260,5 +261,53 @@ func TestExpectedClaimsStayBounded(t *testing.T) {
 	}
 	if _, ok := c.takeClaim(statemachine.KindReentrant, fmt.Sprint("k", last), "o"); ok {
 		t.Fatal("a taken grant is still there")
+	}
+}
+
+// pushFirst waits for an idle stream writer to take the push, and never
+// for a writer that is busy (its Send may be stuck on a slow client).
+func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
+	newConn := func() *conn {
+		return &conn{registered: true, sendq: make(chan *pb.Payload, 4), taken: make(chan struct{}, 1), done: make(chan struct{})}
+	}
+	build := func(id string) protocol.Message {
+		return &protocol.LockNotificationRequest{LockKey: "k", NotificationType: protocol.NotificationAvailable}
+	}
+
+	// Busy writer: the push is queued and pushFirst returns at once.
+	c := newConn()
+	if err := c.pushFirst(build); err != nil || len(c.sendq) != 1 {
+		t.Fatalf("busy writer: %v, %d queued", err, len(c.sendq))
+	}
+
+	// Idle writer: pushFirst returns once the writer has taken the push,
+	// before the writer has written it.
+	c = newConn()
+	c.writerIdle.Store(true)
+	took := make(chan struct{})
+	release := make(chan struct{})
+	go func() {
+		<-c.sendq
+		c.writerIdle.Store(false)
+		c.taken <- struct{}{}
+		close(took)
+		<-release // the Send, stuck
+	}()
+	if err := c.pushFirst(build); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-took:
+	default:
+		t.Fatal("pushFirst returned before the writer took the push")
+	}
+	close(release)
+
+	// A writer that went away: the connection's end releases the caller.
+	c = newConn()
+	c.writerIdle.Store(true)
+	go c.release()
+	if err := c.pushFirst(build); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -308,6 +308,7 @@ func (s *Server) newConn(remote net.Addr) *conn {
 		log:     s.log.With().Str("conn_id", id).Logger(),
 		pending: make(map[string]chan protocol.Message),
 		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
+		taken:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 	}
 }
@@ -449,8 +450,14 @@ func (s *Server) requestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.
 		readErr <- s.readReplies(c, stream)
 	}()
 	for {
+		c.writerIdle.Store(true)
 		select {
 		case p := <-c.sendq:
+			c.writerIdle.Store(false)
+			select {
+			case c.taken <- struct{}{}:
+			default:
+			}
 			if err := stream.Send(p); err != nil {
 				return nil
 			}
@@ -560,7 +567,7 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 		// push ahead may be waiting for exactly this.
 		c.expectClaim(n)
 		if !c.granted(claimKey{n.Kind, n.Key, n.Owner}) {
-			err := s.pushAvailable(c, n.Kind, n.Key, n.Owner)
+			err := s.pushAvailable(c, n.Kind, n.Key, n.Owner, false)
 			s.m.pushed("lock_notification", err)
 			if err != nil {
 				c.log.Debug().Err(err).Msg("lock notification not delivered")
@@ -572,16 +579,21 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 }
 
 // pushAvailable pushes LockNotificationRequest(AVAILABLE) to owner, a
-// waiter for the lock on c.
-func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner string) error {
-	_, err := c.push(func(id string) protocol.Message {
+// waiter for the lock on c; first lets the stream's writer take it before
+// the caller goes on (conn.pushFirst).
+func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner string, first bool) error {
+	build := func(id string) protocol.Message {
 		r := &protocol.LockNotificationRequest{
 			LockKey: key, LockType: kind.String(), Owner: owner,
 			NotificationType: protocol.NotificationAvailable,
 		}
 		r.RequestID = id
 		return r
-	}, false)
+	}
+	if first {
+		return c.pushFirst(build)
+	}
+	_, err := c.push(build, false)
 	return err
 }
 
@@ -589,9 +601,10 @@ func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner strin
 // will hand the lock to, as the local replica sees it, before the release
 // is proposed: the push, the waiter's wake-up and its claim travel while
 // the release commits, instead of after it (gateway/DESIGN.md, "Pushed
-// ahead of the commit"). The caller calls the returned function once the
-// release has returned. Nothing is pushed when no hand-off is due, or the
-// waiter is connected to another node.
+// ahead of the commit"), and the stream's writer takes it before the
+// release goes on to propose (conn.pushFirst). The caller calls the
+// returned function once the release has returned. Nothing is pushed when
+// no hand-off is due, or the waiter is connected to another node.
 func (s *Server) pushAhead(cmd statemachine.Command) func() {
 	next := s.table.NextGrant(cmd.Kind, cmd.Key, cmd.Owner)
 	if !next.Found {
@@ -603,7 +616,7 @@ func (s *Server) pushAhead(cmd statemachine.Command) func() {
 	}
 	k := claimKey{cmd.Kind, cmd.Key, next.Owner}
 	a := c.sentAhead(k)
-	if err := s.pushAvailable(c, cmd.Kind, cmd.Key, next.Owner); err != nil {
+	if err := s.pushAvailable(c, cmd.Kind, cmd.Key, next.Owner, true); err != nil {
 		c.releaseDone(k, a)
 		s.m.pushed("lock_notification_ahead", err)
 		return nil
