@@ -111,9 +111,9 @@ test-go: ## Go unit, gateway, process and cluster tests, race detector on, never
 # long run (a duration, so that race can still end it).
 FUZZ_TARGETS := \
 	./statemachine:FuzzApplyCommand ./statemachine:FuzzReadSnapshot \
-	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./protocol:FuzzLockReplyDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
+	./protocol:FuzzDecode ./protocol:FuzzLockOperationRequestDecoder ./protocol:FuzzLockReplyDecoder ./protocol:FuzzNotificationReplyDecoder ./compat:FuzzParseProperties ./compat:FuzzDecodeNacosSnapshot \
 	./storage:FuzzReadSnapshotStream ./storage:FuzzDecodeRaftMeta ./gateway/admin:FuzzLoginForm \
-	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes ./transport/h2grpc:FuzzConn
+	./gateway:FuzzLockRequest ./gateway/admin:FuzzLockRoutes ./transport/h2grpc:FuzzConn ./transport/h2grpc:FuzzPayloadDecode
 
 fuzz-smoke: ## each fuzz target briefly (CI)
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; name=$${t##*:}; \
