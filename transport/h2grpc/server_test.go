@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"strings"
 	"sync"
@@ -649,7 +650,8 @@ func TestPercentEncodeAndTimeout(t *testing.T) {
 			t.Errorf("percentEncode(%q) = %q, want %q", in, got, want)
 		}
 	}
-	for in, want := range map[string]time.Duration{"1S": time.Second, "250m": 250 * time.Millisecond, "3H": 3 * time.Hour, "99999999n": 99999999} {
+	for in, want := range map[string]time.Duration{"1S": time.Second, "250m": 250 * time.Millisecond, "3H": 3 * time.Hour, "99999999n": 99999999,
+		"2562047H": 2562047 * time.Hour, "99999999H": math.MaxInt64} {
 		if got, ok := parseTimeout(in); !ok || got != want {
 			t.Errorf("parseTimeout(%q) = %v %v, want %v", in, got, ok, want)
 		}

@@ -1,6 +1,7 @@
 package h2grpc
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -79,6 +80,11 @@ func parseTimeout(v string) (time.Duration, bool) {
 		unit = time.Nanosecond
 	default:
 		return 0, false
+	}
+	if n > math.MaxInt64/int64(unit) {
+		// Eight digits of hours overflow a Duration: as grpc-go, take
+		// the longest there is rather than a negative one (already past).
+		return math.MaxInt64, true
 	}
 	return time.Duration(n) * unit, true
 }
