@@ -27,25 +27,16 @@ var (
 // through encoding/json, so errors and odd input keep that behaviour.
 // FuzzLockReplyDecoder holds the two to the same result.
 func decodeLockOperationResponse(data []byte) (m *LockOperationResponse, ok bool) {
-	s := jsonScanner{data: data}
-	if s.atEnd() || data[s.pos] != '{' || s.beginObject() != nil {
-		return nil, false
-	}
 	a := new(lockReplyAlloc)
 	r := &a.r
-	for first := true; ; first = false {
-		name, more, err := s.nextName(first)
+	s, ok := openReply(data)
+	for first := true; ok; {
+		name, more, err := s.nextReplyName(&first, &r.ResponseBase, replyNames)
 		if err != nil {
 			return nil, false
 		}
 		if !more {
 			break
-		}
-		if handled, err := s.readResponseBase(name, &r.ResponseBase); handled {
-			if err != nil {
-				return nil, false
-			}
-			continue
 		}
 		switch string(name) {
 		case "result":
@@ -66,19 +57,48 @@ func decodeLockOperationResponse(data []byte) (m *LockOperationResponse, ok bool
 				r.LockResult = &a.lr
 			}
 		default:
-			if folds(name, replyNames) {
-				return nil, false
-			}
 			err = s.skipValue() // "success", and whatever a server adds
 		}
 		if err != nil {
 			return nil, false
 		}
 	}
-	if !s.atEnd() {
+	if !ok || !s.atEnd() {
 		return nil, false
 	}
 	return r, true
+}
+
+// openReply starts scanning a response object; ok is false if data does
+// not open one.
+func openReply(data []byte) (s jsonScanner, ok bool) {
+	s = jsonScanner{data: data}
+	ok = !s.atEnd() && data[s.pos] == '{' && s.beginObject() == nil
+	return s, ok
+}
+
+// nextReplyName reads the envelope's properties into rb and returns the
+// name of the next other property (more false at the object's end), whose
+// value the caller reads; first is true until the first property is read. A name that folds to one of known without
+// equalling it is an error: encoding/json would match it, case-blind.
+func (s *jsonScanner) nextReplyName(first *bool, rb *ResponseBase, known []string) (name []byte, more bool, err error) {
+	for {
+		name, more, err = s.nextName(*first)
+		*first = false
+		if err != nil || !more {
+			return nil, false, err
+		}
+		if folds(name, known) {
+			return nil, false, errReplyFallback
+		}
+		handled, err := s.readResponseBase(name, rb)
+		if err != nil {
+			return nil, false, err
+		}
+		if !handled {
+			return name, true, nil
+		}
+	}
 }
 
 // readResponseBase reads the value of the envelope property name into rb,
@@ -102,32 +122,21 @@ func (s *jsonScanner) readResponseBase(name []byte, rb *ResponseBase) (handled b
 // a fast path only (ok false: decode through encoding/json), held to
 // encoding/json by FuzzNotificationReplyDecoder.
 func decodeLockNotificationResponse(data []byte) (m *LockNotificationResponse, ok bool) {
-	s := jsonScanner{data: data}
-	if s.atEnd() || data[s.pos] != '{' || s.beginObject() != nil {
-		return nil, false
-	}
 	r := new(LockNotificationResponse)
-	for first := true; ; first = false {
-		name, more, err := s.nextName(first)
+	s, ok := openReply(data)
+	for first := true; ok; {
+		_, more, err := s.nextReplyName(&first, &r.ResponseBase, replyNames[:4])
 		if err != nil {
 			return nil, false
 		}
 		if !more {
 			break
 		}
-		handled, err := s.readResponseBase(name, &r.ResponseBase)
-		switch {
-		case handled:
-		case folds(name, replyNames[:4]):
-			return nil, false
-		default:
-			err = s.skipValue() // "success", and whatever a client adds
-		}
-		if err != nil {
+		if s.skipValue() != nil { // "success", and whatever a client adds
 			return nil, false
 		}
 	}
-	if !s.atEnd() {
+	if !ok || !s.atEnd() {
 		return nil, false
 	}
 	return r, true

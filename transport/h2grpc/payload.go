@@ -52,42 +52,33 @@ func unmarshalPayload(b []byte, p *pb.Payload) error {
 			return errPayloadWire
 		}
 		b = b[n:]
-		known := typ == protowire.BytesType
-		switch {
-		case known && num == fieldPayloadMetadata:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
+		if typ != protowire.BytesType || (num != fieldPayloadMetadata && num != fieldPayloadBody) {
+			if unknown, n = keepUnknown(unknown, num, typ, b); n < 0 {
 				return errPayloadWire
 			}
+			b = b[n:]
+			continue
+		}
+		v, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return errPayloadWire
+		}
+		var err error
+		if num == fieldPayloadMetadata {
 			if p.Metadata == nil {
 				p.Metadata = new(pb.Metadata)
 			}
-			var err error
-			if mdUnknown, err = unmarshalMetadata(v, p.Metadata, mdUnknown); err != nil {
-				return err
-			}
-			b = b[n:]
-		case known && num == fieldPayloadBody:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return errPayloadWire
-			}
+			mdUnknown, err = unmarshalMetadata(v, p.Metadata, mdUnknown)
+		} else {
 			if p.Body == nil {
 				p.Body = new(anypb.Any)
 			}
-			var err error
-			if anyUnknown, err = unmarshalAny(v, p.Body, anyUnknown); err != nil {
-				return err
-			}
-			b = b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return errPayloadWire
-			}
-			unknown = append(protowire.AppendTag(unknown, num, typ), b[:n]...)
-			b = b[n:]
+			anyUnknown, err = unmarshalAny(v, p.Body, anyUnknown)
 		}
+		if err != nil {
+			return err
+		}
+		b = b[n:]
 	}
 	// Rare (no Nacos client sends unknown fields): only then reflection.
 	if len(mdUnknown) > 0 {
@@ -100,6 +91,16 @@ func unmarshalPayload(b []byte, p *pb.Payload) error {
 		p.ProtoReflect().SetUnknown(protoreflect.RawFields(unknown))
 	}
 	return nil
+}
+
+// keepUnknown consumes an unknown field's value from b and appends the
+// whole field to unknown; n < 0 if the value is malformed.
+func keepUnknown(unknown []byte, num protowire.Number, typ protowire.Type, b []byte) (_ []byte, n int) {
+	n = protowire.ConsumeFieldValue(num, typ, b)
+	if n < 0 {
+		return unknown, n
+	}
+	return append(protowire.AppendTag(unknown, num, typ), b[:n]...), n
 }
 
 // consumeTag parses a field's tag as a message decoder does: an end-group
@@ -164,11 +165,9 @@ func unmarshalMetadata(b []byte, m *pb.Metadata, unknown []byte) ([]byte, error)
 				continue
 			}
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
+		if unknown, n = keepUnknown(unknown, num, typ, b); n < 0 {
 			return unknown, errPayloadWire
 		}
-		unknown = append(protowire.AppendTag(unknown, num, typ), b[:n]...)
 		b = b[n:]
 	}
 	return unknown, nil
@@ -233,11 +232,9 @@ func unmarshalAny(b []byte, a *anypb.Any, unknown []byte) ([]byte, error) {
 				continue
 			}
 		}
-		n = protowire.ConsumeFieldValue(num, typ, b)
-		if n < 0 {
+		if unknown, n = keepUnknown(unknown, num, typ, b); n < 0 {
 			return unknown, errPayloadWire
 		}
-		unknown = append(protowire.AppendTag(unknown, num, typ), b[:n]...)
 		b = b[n:]
 	}
 	return unknown, nil
