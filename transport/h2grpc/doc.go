@@ -78,7 +78,15 @@
 // grpc.ServerTransportStream (grpc.Method works). The gateway reads only
 // the peer, so the metadata is kept as the request's fields in the stream
 // and built only when asked for: a call costs no allocation for it
-// (unless it carries more than six such fields).
+// (unless it carries more than six such fields). The deadline is the
+// client's grpc-timeout, or Config.MaxCallDuration if that is sooner (the
+// gateway sets it to its lock request timeout, so a lock call needs no
+// timeout context of its own).
+//
+// Messages are decoded by hand (payload.go): the one message type, Payload,
+// read as protobuf-go reads proto3 (FuzzPayloadDecode holds the two to the
+// same result), without its reflection; responses are encoded by
+// proto.Marshal.
 //
 // Response metadata is not carried (the gateway sets none): grpc.SetHeader,
 // grpc.SendHeader and grpc.SetTrailer, and the stream's SetHeader and
