@@ -14,7 +14,6 @@ import (
 
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
-	"nacos-lockd/protocol/pb"
 	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/statemachine/lockview"
@@ -264,14 +263,26 @@ func TestExpectedClaimsStayBounded(t *testing.T) {
 	}
 }
 
-// pushFirst waits for an idle stream writer to take the push, and never
-// for a writer that is busy (its Send may be stuck on a slow client).
+// pushFirst waits until an idle stream writer has taken its push, never
+// for the write, never for a busy writer, and never for another push's
+// write (which may be stuck on a slow client).
 func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	newConn := func() *conn {
-		return &conn{registered: true, sendq: make(chan *pb.Payload, 4), taken: make(chan struct{}, 1), done: make(chan struct{})}
+		return &conn{registered: true, sendq: make(chan outgoing, 4), done: make(chan struct{})}
 	}
 	build := func(id string) protocol.Message {
 		return &protocol.LockNotificationRequest{LockKey: "k", NotificationType: protocol.NotificationAvailable}
+	}
+	// writer dequeues like the stream writer, then blocks in a "Send" that
+	// never ends.
+	writer := func(c *conn, took chan<- struct{}) {
+		o := <-c.sendq
+		c.writerIdle.Store(false)
+		if o.taken != nil {
+			o.taken <- struct{}{}
+		}
+		close(took)
+		<-c.done
 	}
 
 	// Busy writer: the push is queued and pushFirst returns at once.
@@ -280,19 +291,12 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 		t.Fatalf("busy writer: %v, %d queued", err, len(c.sendq))
 	}
 
-	// Idle writer: pushFirst returns once the writer has taken the push,
-	// before the writer has written it.
+	// Idle writer: pushFirst returns once its push is taken, while the
+	// write is still stuck.
 	c = newConn()
 	c.writerIdle.Store(true)
 	took := make(chan struct{})
-	release := make(chan struct{})
-	go func() {
-		<-c.sendq
-		c.writerIdle.Store(false)
-		c.taken <- struct{}{}
-		close(took)
-		<-release // the Send, stuck
-	}()
+	go writer(c, took)
 	if err := c.pushFirst(build); err != nil {
 		t.Fatal(err)
 	}
@@ -301,13 +305,44 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	default:
 		t.Fatal("pushFirst returned before the writer took the push")
 	}
-	close(release)
+	c.release()
 
-	// A writer that went away: the connection's end releases the caller.
+	// Two pushes ahead at once: the one the writer took returns, though
+	// its write is stuck; the other waits for its own turn, here for the
+	// connection's end.
 	c = newConn()
 	c.writerIdle.Store(true)
-	go c.release()
-	if err := c.pushFirst(build); err != nil {
-		t.Fatal(err)
+	tookKey := make(chan string, 1)
+	startWriter := func() {
+		o := <-c.sendq
+		c.writerIdle.Store(false)
+		msg, err := protocol.Decode(o.p)
+		if err != nil {
+			t.Error(err)
+		}
+		tookKey <- msg.(*protocol.LockNotificationRequest).LockKey
+		if o.taken != nil {
+			o.taken <- struct{}{}
+		}
+		<-c.done
 	}
+	returned := make(chan string, 2)
+	for _, key := range []string{"a", "b"} {
+		go func() {
+			if err := c.pushFirst(func(string) protocol.Message {
+				return &protocol.LockNotificationRequest{LockKey: key, NotificationType: protocol.NotificationAvailable}
+			}); err != nil {
+				t.Error(err)
+			}
+			returned <- key
+		}()
+	}
+	// Both found the writer idle and queued; then it runs.
+	waitFor(t, 10*time.Second, func() bool { return len(c.sendq) == 2 }) // a guard, not a measurement
+	go startWriter()
+	if got, want := <-returned, <-tookKey; got != want {
+		t.Fatalf("push %q returned first, but the writer took %q", got, want)
+	}
+	c.release()
+	<-returned
 }

@@ -307,8 +307,7 @@ func (s *Server) newConn(remote net.Addr) *conn {
 		limiter: rate.NewLimiter(rate.Limit(s.cfg.RequestsPerSecond), max(1, int(s.cfg.RequestsPerSecond))),
 		log:     s.log.With().Str("conn_id", id).Logger(),
 		pending: make(map[string]chan protocol.Message),
-		sendq:   make(chan *pb.Payload, s.cfg.PushQueue),
-		taken:   make(chan struct{}, 1),
+		sendq:   make(chan outgoing, s.cfg.PushQueue),
 		done:    make(chan struct{}),
 	}
 }
@@ -452,13 +451,12 @@ func (s *Server) requestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.
 	for {
 		c.writerIdle.Store(true)
 		select {
-		case p := <-c.sendq:
+		case o := <-c.sendq:
 			c.writerIdle.Store(false)
-			select {
-			case c.taken <- struct{}{}:
-			default:
+			if o.taken != nil {
+				o.taken <- struct{}{}
 			}
-			if err := stream.Send(p); err != nil {
+			if err := stream.Send(o.p); err != nil {
 				return nil
 			}
 		case <-readErr:
