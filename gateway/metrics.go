@@ -72,12 +72,11 @@ type metrics struct {
 	latencyOf    []prometheus.Observer
 	requestCount [][]atomic.Pointer[prometheus.Counter]
 
-	// Nacos's own series, so existing Nacos dashboards keep working.
-	nacosCounts map[string]prometheus.Gauge // grpcLockTotal ...
-	nacosRt     prometheus.Summary
-	nacosRtMax  prometheus.Gauge
-	// The same gauges by group, {total, success}, as request counts them.
+	// Nacos's own series, so existing Nacos dashboards keep working: the
+	// grpcLock*, grpcUnLock* and grpcRenew* counters as {Total, Success}.
 	nacosLock, nacosUnlock, nacosRenew [2]prometheus.Gauge
+	nacosRt                            prometheus.Summary
+	nacosRtMax                         prometheus.Gauge
 	rtMaxMu                            sync.Mutex
 	rtMax                              atomicFloat
 
@@ -149,7 +148,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_transport_connections_accepted_total", Help: "Connections accepted on the SDK port."}),
 		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_transport_connection_errors_total", Help: "SDK-port connections closed because of the client: an HTTP/2 protocol violation or limit (the GOAWAY's error code) or an unanswered keepalive ping. The h2 transport counts them; grpc-go's reports none."}, []string{"code"}),
-		nacosCounts:  map[string]prometheus.Gauge{},
 		requestCount: make([][]atomic.Pointer[prometheus.Counter], len(opLabels)),
 		notified:     map[grantKey]time.Time{},
 		queued:       map[waitKey]time.Time{},
@@ -171,16 +169,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
 		m.waitTime, m.handoff, m.readClaims, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
 		m.transportConns, m.transportAccepted, started, handled, m.connErrors)
-	for _, name := range []string{"grpcLockTotal", "grpcLockSuccess", "grpcUnLockTotal", "grpcUnLockSuccess", "grpcRenewTotal", "grpcRenewSuccess"} {
+	nacosGauge := func(name string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nacos_monitor", Help: nacosMonitorHelp,
 			ConstLabels: prometheus.Labels{"module": "lock", "name": name}})
 		reg.MustRegister(g)
-		m.nacosCounts[name] = g
+		return g
 	}
-	m.nacosLock = [2]prometheus.Gauge{m.nacosCounts["grpcLockTotal"], m.nacosCounts["grpcLockSuccess"]}
-	m.nacosUnlock = [2]prometheus.Gauge{m.nacosCounts["grpcUnLockTotal"], m.nacosCounts["grpcUnLockSuccess"]}
-	m.nacosRenew = [2]prometheus.Gauge{m.nacosCounts["grpcRenewTotal"], m.nacosCounts["grpcRenewSuccess"]}
+	m.nacosLock = [2]prometheus.Gauge{nacosGauge("grpcLockTotal"), nacosGauge("grpcLockSuccess")}
+	m.nacosUnlock = [2]prometheus.Gauge{nacosGauge("grpcUnLockTotal"), nacosGauge("grpcUnLockSuccess")}
+	m.nacosRenew = [2]prometheus.Gauge{nacosGauge("grpcRenewTotal"), nacosGauge("grpcRenewSuccess")}
 	// Pre-create the series so dashboards see zeros, not gaps.
 	for i, op := range opLabels {
 		m.latencyOf = append(m.latencyOf, m.latency.WithLabelValues(op))
