@@ -66,16 +66,7 @@ func TestFastLockRequestMatchesJSON(t *testing.T) {
 	for i := range 3000 {
 		r := &LockOperationRequest{LockOperationEnum: []LockOp{"", OpAcquire, OpRelease, LockOp(pick())}[rng.IntN(4)]}
 		r.RequestID = pick()
-		switch rng.IntN(3) {
-		case 0:
-		case 1:
-			r.Headers = map[string]string{}
-		default:
-			r.Headers = map[string]string{}
-			for range 1 + rng.IntN(4) {
-				r.Headers[pick()] = pick()
-			}
-		}
+		r.Headers = randomHeaders(rng, pick)
 		if rng.IntN(5) > 0 {
 			r.LockInstance = &LockInstance{Key: sptr(), ExpiredTime: ptr(), LockType: sptr(), Owner: pick(), WaitTimeMs: ptr(), WaiterRetry: rng.IntN(2) == 0}
 		}
@@ -113,16 +104,7 @@ func TestFastLockNotificationMatchesJSON(t *testing.T) {
 	for i := range 3000 {
 		r := &LockNotificationRequest{LockKey: pick(), LockType: pick(), Owner: pick(), NotificationType: pick()}
 		r.RequestID = pick()
-		switch rng.IntN(3) {
-		case 0:
-		case 1:
-			r.Headers = map[string]string{}
-		default:
-			r.Headers = map[string]string{}
-			for range 1 + rng.IntN(4) {
-				r.Headers[pick()] = pick()
-			}
-		}
+		r.Headers = randomHeaders(rng, pick)
 		want, err := marshal(r)
 		if err != nil {
 			t.Fatal(err)
@@ -146,6 +128,21 @@ func TestFastLockNotificationMatchesJSON(t *testing.T) {
 			t.Fatalf("notification %d decodes to %#v", i, back)
 		}
 	}
+}
+
+// randomHeaders is a request's headers map: nil, empty, or a few entries.
+func randomHeaders(rng *rand.Rand, pick func() string) map[string]string {
+	switch rng.IntN(3) {
+	case 0:
+		return nil
+	case 1:
+		return map[string]string{}
+	}
+	h := map[string]string{}
+	for range 1 + rng.IntN(4) {
+		h[pick()] = pick()
+	}
+	return h
 }
 
 // A request whose lock instance carries params goes through encoding/json,

@@ -92,22 +92,27 @@ func FuzzLockReplyDecoder(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := decodeLockOperationResponse(body)
-		if !ok {
-			return
-		}
-		want, err := decodeReflect("LockOperationResponse", body)
-		if err != nil {
-			t.Fatalf("body %q: fast path decoded %s, encoding/json failed: %v", body, dump(got), err)
-		}
-		if !reflect.DeepEqual(Message(got), want) {
-			t.Fatalf("body %q:\n fast %s\n json %s", body, dump(got), dump(want))
-		}
-		m, err := Decode(payload("LockOperationResponse", body))
-		if err != nil || !reflect.DeepEqual(m, Message(got)) {
-			t.Fatalf("Decode(%q) = %v, %v; want the fast path's %s", body, m, err, dump(got))
+		if got, ok := decodeLockOperationResponse(body); ok {
+			checkFastDecode(t, "LockOperationResponse", body, got)
 		}
 	})
+}
+
+// checkFastDecode fails unless encoding/json decodes body as the fast
+// path did (got), and Decode takes the fast path's result.
+func checkFastDecode(t *testing.T, typ string, body []byte, got Message) {
+	t.Helper()
+	want, err := decodeReflect(typ, body)
+	if err != nil {
+		t.Fatalf("body %q: fast path decoded %s, encoding/json failed: %v", body, dump(got), err)
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("body %q:\n fast %s\n json %s", body, dump(got), dump(want))
+	}
+	m, err := Decode(payload(typ, body))
+	if err != nil || !reflect.DeepEqual(m, got) {
+		t.Fatalf("Decode(%q) = %v, %v; want the fast path's %s", body, m, err, dump(got))
+	}
 }
 
 // FuzzNotificationReplyDecoder holds the notification answer's fast path
@@ -128,20 +133,8 @@ func FuzzNotificationReplyDecoder(f *testing.F) {
 		f.Add([]byte(b))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		got, ok := decodeLockNotificationResponse(body)
-		if !ok {
-			return
-		}
-		want, err := decodeReflect("LockNotificationResponse", body)
-		if err != nil {
-			t.Fatalf("body %q: fast path decoded %s, encoding/json failed: %v", body, dump(got), err)
-		}
-		if !reflect.DeepEqual(Message(got), want) {
-			t.Fatalf("body %q:\n fast %s\n json %s", body, dump(got), dump(want))
-		}
-		m, err := Decode(payload("LockNotificationResponse", body))
-		if err != nil || !reflect.DeepEqual(m, Message(got)) {
-			t.Fatalf("Decode(%q) = %v, %v; want the fast path's %s", body, m, err, dump(got))
+		if got, ok := decodeLockNotificationResponse(body); ok {
+			checkFastDecode(t, "LockNotificationResponse", body, got)
 		}
 	})
 }
