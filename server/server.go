@@ -334,6 +334,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	})
 	g.Go(func() error { s.gate.run(gctx); return nil })
+	// Traced before Ready turns true: a test that waits for Ready then
+	// reads the steps must find this one.
+	cfg.step("ready")
 	s.ready.Store(true)
 	st, _ := s.node.Stats()
 	log.Info().Int("main_port", cfg.Self.Port).Int("grpc_port", cfg.Self.GRPCPort()).Int("raft_port", cfg.Self.RaftPort).
@@ -344,7 +347,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.authn == nil {
 		log.Warn().Msg("auth is off (nacos.core.auth.enabled=false) and the SDK and main ports listen on all interfaces: any client that reaches them can take and release locks")
 	}
-	cfg.step("ready")
 
 	if err := g.Wait(); err != nil {
 		return err
