@@ -31,7 +31,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "short runs (3 s), fewer points, W3 at 100k only: a check that everything works (flags given explicitly win)")
-	targetsFlag := fs.String("targets", "nacos-lockd,nacos-lockd-3,nacoslock,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
+	targetsFlag := fs.String("targets", "nacos-lockd,nacos-lockd-3,nacoslock,etcd-mutex,etcd-v3lock,redis-fsync-always,redis-fsync-off,zookeeper,grpc-noop,h2grpc-noop,raft-noop,nacos-lockd-java,nacos-3.1",
 		"targets to run (nacos-lockd-3: three nacos-lockd nodes as one cluster, clients spread over them, CPU and RSS of all three); peers that cannot be installed are skipped with a message")
 	javaModule := fs.String("java-module", "interop/java/versions/diff", "nacos-lockd-java, nacos-3.1: the interop/java module whose client BenchGen1Main runs with (nacos-client 3.1.0)")
 	nacosPeer := fs.String("nacos-peer", "interop/nacos-peer", "nacos-3.1: the real Nacos 3.1.0 server module (built on demand)")
@@ -430,8 +430,12 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 			return err
 		}
 		s.started(t, addr, p)
-	case "grpc-noop":
-		p, err := peers.StartOn(s.pin.Server, "grpc-noop", dir, s.self, "serve-noop", "--addr", addr)
+	case "grpc-noop", "h2grpc-noop":
+		args := []string{"serve-noop", "--addr", addr}
+		if t == "h2grpc-noop" {
+			args = append(args, "--transport", "h2grpc")
+		}
+		p, err := peers.StartOn(s.pin.Server, t, dir, s.self, args...)
 		if err != nil {
 			return err
 		}
@@ -513,6 +517,8 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 		// addrs holds the main port(s)
 	case "zookeeper":
 		o.target = "zk"
+	case "h2grpc-noop":
+		o.target = "grpc-noop" // the same client; the server is nacos-lockd's transport
 	}
 	o.pids = s.pids(t)
 	rs, err := runOne(pctx, o, s.stderr)

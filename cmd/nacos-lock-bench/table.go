@@ -50,6 +50,28 @@ func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
 		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop, fmtSig(own), own/noop)
 }
 
+// wireNote splits nacos-lockd's CPU per pair at one W1 c=64 point into
+// its own transport's floor (h2grpc-noop: the empty handler on the same
+// wire) and the rest (gateway, Raft, log syncs), with raw dragonboat's
+// cost beside it: what is left above the two floors is what nacos-lockd
+// itself adds.
+func wireNote(reps []load.Report, rate float64) string {
+	own, ok1 := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
+	wire, ok2 := pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU)
+	grpc, ok3 := pickAt(reps, "grpc-noop", "w1", 64, rate, mCPU)
+	if !ok1 || !ok2 || !ok3 || grpc <= 0 {
+		return ""
+	}
+	note := fmt.Sprintf("\nThe wire under nacos-lockd: h2grpc-noop (its own transport, empty handler) costs %s µs per pair here, %.2fx grpc-noop's %s; "+
+		"nacos-lockd's %s µs is that plus %s µs of gateway, Raft and log syncs",
+		fmtSig(wire), wire/grpc, fmtSig(grpc), fmtSig(own), fmtSig(own-wire))
+	if raft, ok := pickAt(reps, "raft-noop", "w1", 64, rate, mCPU); ok {
+		note += fmt.Sprintf(" (raw dragonboat with a no-op state machine and its callers: %s µs per pair, so the two floors together are %.2fx grpc-noop's)",
+			fmtSig(raft), (wire+raft)/grpc)
+	}
+	return note + ".\n"
+}
+
 // parseRates reads --rates: open-loop totals in ops/s ("" for none).
 func parseRates(s string) ([]float64, error) {
 	var out []float64
@@ -122,7 +144,11 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 	if meta.rounds > 1 {
 		fmt.Fprintf(&b, " (median of %d interleaved rounds)", meta.rounds)
 	}
-	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two empty gRPC round trips per pair, raft-noop = two raw dragonboat proposals per pair (no-op state machine).\n\n")
+	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two empty gRPC round trips per pair, raft-noop = two raw dragonboat proposals per pair (no-op state machine)")
+	if slices.Contains(targets, "h2grpc-noop") {
+		b.WriteString(", h2grpc-noop = the same empty handler on nacos-lockd's own transport (transport/h2grpc), the wire under nacos-lockd")
+	}
+	b.WriteString(".\n\n")
 	peersOf := []string{}
 	for _, t := range targets {
 		if t != "nacos-lockd" && !isJavaTarget(t) {
@@ -202,6 +228,9 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 		}
 	}
 	fmt.Fprintf(&b, "\nnacos-lockd W2 FIFO violations: %d of %d grants checked; nacos-lockd errors across the run: %d.\n", fifo, checked, errs)
+	if note := wireNote(reps, 0); note != "" {
+		b.WriteString(strings.Replace(note, "here", "at W1 c=64 closed loop", 1))
+	}
 	if ran(reps, clusterTarget) {
 		var cf, cc, ce int64
 		for _, r := range reps {
@@ -250,6 +279,7 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 		if meta.syncFloor != nil {
 			b.WriteString(syncFloorNote(reps, rate, *meta.syncFloor))
 		}
+		b.WriteString(wireNote(reps, rate))
 	}
 	b.WriteString(pkgTable(reps, skipped))
 	b.WriteString(javaTable(reps, skipped))

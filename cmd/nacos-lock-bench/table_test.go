@@ -221,3 +221,25 @@ func TestRatioTableClusterTarget(t *testing.T) {
 	got = ratioTable(noSingle, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1})
 	wantLines(t, got, "- 3-node W1 c=64 pairs/s >= 0.8x the single node's: not measured in this run\n")
 }
+
+// With h2grpc-noop measured, each W1 c=64 point splits nacos-lockd's CPU
+// into its own wire and the rest, with raw dragonboat beside it; without
+// it, no such note.
+func TestRatioTableWireNote(t *testing.T) {
+	reps, targets := syntheticRun()
+	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1}}
+	if got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin}); strings.Contains(got, "The wire under nacos-lockd") {
+		t.Fatalf("a wire note without h2grpc-noop:\n%s", got)
+	}
+	reps = append(reps,
+		load.Report{Target: "h2grpc-noop", Workload: "w1", Clients: 64, Ops: 1000, OpsPerSec: 25000, P50Ms: 1.5, ServerCPUPerOp: 48, FIFOViolations: -1},
+		load.Report{Target: "h2grpc-noop", Workload: "w1", Clients: 64, RatePerSec: 1500, Ops: 1000, OpsPerSec: 1500, P50Ms: 0.3, ServerCPUPerOp: 70, FIFOViolations: -1})
+	targets = append(targets, "h2grpc-noop")
+	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})
+	wantLines(t, got,
+		"h2grpc-noop = the same empty handler on nacos-lockd's own transport",
+		"h2grpc-noop (its own transport, empty handler) costs 48.0 µs per pair at W1 c=64 closed loop, 0.60x grpc-noop's 80.0; nacos-lockd's 100 µs is that plus 52.0 µs of gateway, Raft and log syncs (raw dragonboat with a no-op state machine and its callers: 60.0 µs per pair, so the two floors together are 1.35x grpc-noop's).",
+		// At the fixed rate raft-noop has no point: the note says what it can.
+		"costs 70.0 µs per pair here, 0.70x grpc-noop's 100; nacos-lockd's 130 µs is that plus 60.0 µs of gateway, Raft and log syncs.",
+	)
+}

@@ -35,6 +35,7 @@ import (
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/transport/h2grpc"
 )
 
 // ---- Redis: SET key val NX PX lease, released by a compare-and-delete
@@ -221,7 +222,8 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 	optList := fs.String("grpc-options", "", "server options to measure against the default, comma-separated: "+
 		"stats (a stats handler that tags connections, as nacos-lockd's did), shared-write-buffer, workers=N, "+
 		"write-buffer=BYTES, read-buffer=BYTES, window=BYTES (a static flow-control window, which turns off BDP pings)")
-	transport := fs.String("transport", "grpc-go", "grpc-go, or h2lite: a lean HTTP/2 server of this tool's own (h2lite.go), to measure the wire without grpc-go's server transport")
+	transport := fs.String("transport", "grpc-go", "grpc-go; h2lite: a lean HTTP/2 server of this tool's own (h2lite.go), to measure the wire without grpc-go's server transport; "+
+		"or h2grpc: nacos-lockd's own transport (transport/h2grpc) with the empty handler, the floor of nacos-lockd's wire")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -252,6 +254,16 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 			}
 			return proto.Marshal(reply)
 		})
+	} else if *transport == "h2grpc" {
+		hs := h2grpc.NewServer(h2grpc.Config{}, h2grpc.Handlers{
+			Unary: (&noopServer{reply: reply}).Request,
+		})
+		go func() {
+			<-ctx.Done()
+			hs.Stop()
+		}()
+		fmt.Fprintln(stderr, "noop h2grpc server on", lis.Addr())
+		return hs.Serve(lis)
 	} else if *transport != "grpc-go" {
 		return fmt.Errorf("unknown transport %q", *transport)
 	}
@@ -444,7 +456,7 @@ func supports(target, workload string) (bool, string) {
 		return false, "the cluster target runs w1 and w2 (w3-w5 measure one node: see nacos-lockd)"
 	case workload == "w1":
 		return true, ""
-	case workload == "w2" && (target == "grpc-noop" || target == "raft-noop"):
+	case workload == "w2" && (target == "grpc-noop" || target == "h2grpc-noop" || target == "raft-noop"):
 		return false, "a ceiling has no lock to contend"
 	case workload == "w2":
 		return true, ""
