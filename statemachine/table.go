@@ -129,6 +129,14 @@ type Table struct {
 	// (every W2 hand-off, for every waiter of the lock): deleting and
 	// remaking its map each time cost the apply an allocation per waiter.
 	emptied []string
+	// unref holds the connections an unindexed lock referenced (its
+	// holder's, then its waiters'), not yet dropped from conns: index puts
+	// the same lock back by the difference, so the connections that still
+	// reference it cost a string compare, not two map updates each (a W2
+	// hand-off moves one holder and one waiter; the other waiters stay).
+	// unrefLock is that lock; nil when nothing is pending.
+	unref     []string
+	unrefLock *lockState
 	// probe is the key apply looks locks up with (find): a lookup with a
 	// fresh one would allocate it, as the btree's comparison escapes it.
 	probe   lockState
@@ -577,6 +585,7 @@ func (t *Table) edit(id lockID) *lockState {
 func (t *Table) done(id lockID, l *lockState) {
 	t.dirty[id] = struct{}{}
 	if !l.held() && len(l.queue()) == 0 {
+		t.flushUnref()
 		t.locks.Delete(l)
 		return
 	}
@@ -585,28 +594,100 @@ func (t *Table) done(id lockID, l *lockState) {
 
 // index and unindex add a lock to, and take it out of, the indexes that
 // depend on its state: leases, the connection index and the counters.
+// unindex leaves the lock's connection references pending (see unref);
+// index, or done for a lock it deletes, settles them.
 func (t *Table) index(l *lockState) {
 	if l.held() {
 		t.held++
 		t.leases.ReplaceOrInsert(l)
-		t.ref(l.connID, l, 1)
 	}
 	t.queued += len(l.queue())
-	for _, w := range l.queue() {
-		t.ref(w.connID, l, 1)
+	if t.unrefLock != l {
+		t.flushUnref()
+		if l.held() {
+			t.ref(l.connID, l, 1)
+		}
+		for _, w := range l.queue() {
+			t.ref(w.connID, l, 1)
+		}
+		return
 	}
+	// The same lock back: match its connections now against those it had,
+	// in order. The old list's front may have gone (a released holder, a
+	// granted waiter) and the new one may have grown at the back (a new
+	// waiter); whatever does not line up is dropped and added as before,
+	// so any change stays correct and the usual ones cost nothing.
+	old := t.unref
+	n := len(l.queue())
+	if l.held() {
+		n++
+	}
+	conn := func(i int) string { // the new list: holder, then waiters
+		if l.held() {
+			if i == 0 {
+				return l.connID
+			}
+			i--
+		}
+		return l.queue()[i].connID
+	}
+	start := len(old)
+	if n > 0 {
+		first := conn(0)
+		for i, c := range old {
+			if c == first {
+				start = i
+				break
+			}
+		}
+	}
+	i, j := start, 0
+	for i < len(old) && j < n && old[i] == conn(j) {
+		i++
+		j++
+	}
+	for _, c := range old[:start] {
+		t.ref(c, l, -1)
+	}
+	for _, c := range old[i:] {
+		t.ref(c, l, -1)
+	}
+	for ; j < n; j++ {
+		t.ref(conn(j), l, 1)
+	}
+	t.clearUnref()
 }
 
 func (t *Table) unindex(l *lockState) {
+	t.flushUnref()
 	if l.held() {
 		t.held--
 		t.leases.Delete(l)
-		t.ref(l.connID, l, -1)
+		t.unref = append(t.unref, l.connID)
 	}
 	t.queued -= len(l.queue())
 	for _, w := range l.queue() {
-		t.ref(w.connID, l, -1)
+		t.unref = append(t.unref, w.connID)
 	}
+	t.unrefLock = l
+}
+
+// flushUnref drops the pending references of an unindexed lock that is
+// not coming back as it was (deleted, or replaced by another object).
+func (t *Table) flushUnref() {
+	if t.unrefLock == nil {
+		return
+	}
+	for _, c := range t.unref {
+		t.ref(c, t.unrefLock, -1)
+	}
+	t.clearUnref()
+}
+
+func (t *Table) clearUnref() {
+	clear(t.unref) // keep no connection id alive
+	t.unref = t.unref[:0]
+	t.unrefLock = nil
 }
 
 func (t *Table) ref(conn string, l *lockState, delta int32) {
@@ -628,6 +709,7 @@ func (t *Table) ref(conn string, l *lockState, delta int32) {
 // dropEmptied removes the connections left without references by the
 // command just applied (see emptied).
 func (t *Table) dropEmptied() {
+	t.flushUnref() // every unindex is settled within its command; this only keeps a slip from leaving stale references
 	for _, c := range t.emptied {
 		if len(t.conns[c]) == 0 {
 			delete(t.conns, c)
