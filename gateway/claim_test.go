@@ -276,11 +276,7 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	// writer dequeues like the stream writer, then blocks in a "Send" that
 	// never ends.
 	writer := func(c *conn, took chan<- struct{}) {
-		o := <-c.sendq
-		c.writerIdle.Store(false)
-		if o.taken != nil {
-			o.taken <- struct{}{}
-		}
+		c.take(<-c.sendq)
 		close(took)
 		<-c.done
 	}
@@ -315,15 +311,12 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	tookKey := make(chan string, 1)
 	startWriter := func() {
 		o := <-c.sendq
-		c.writerIdle.Store(false)
 		msg, err := protocol.Decode(o.p)
 		if err != nil {
 			t.Error(err)
 		}
 		tookKey <- msg.(*protocol.LockNotificationRequest).LockKey
-		if o.taken != nil {
-			o.taken <- struct{}{}
-		}
+		c.take(o)
 		<-c.done
 	}
 	returned := make(chan string, 2)

@@ -125,6 +125,17 @@ func (c *conn) enqueue(build func(requestID string) protocol.Message, wantReply 
 	}
 }
 
+// take is the stream writer's receipt of a dequeued push: the writer is
+// busy from here until it waits again, and a pushFirst waiting for this
+// push goes on.
+func (c *conn) take(o outgoing) *pb.Payload {
+	c.writerIdle.Store(false)
+	if o.taken != nil {
+		o.taken <- struct{}{}
+	}
+	return o.p
+}
+
 // pushFirst pushes like push, and if the stream writer was idle, waits
 // until it has taken the push. A release pushing ahead is about to wake
 // Raft's step worker, which the scheduler runs next, ahead of the writer:

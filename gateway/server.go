@@ -452,11 +452,7 @@ func (s *Server) requestBiStream(stream grpc.BidiStreamingServer[pb.Payload, pb.
 		c.writerIdle.Store(true)
 		select {
 		case o := <-c.sendq:
-			c.writerIdle.Store(false)
-			if o.taken != nil {
-				o.taken <- struct{}{}
-			}
-			if err := stream.Send(o.p); err != nil {
+			if err := stream.Send(c.take(o)); err != nil {
 				return nil
 			}
 		case <-readErr:
@@ -565,7 +561,7 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 		// push ahead may be waiting for exactly this.
 		c.expectClaim(n)
 		if !c.granted(claimKey{n.Kind, n.Key, n.Owner}) {
-			err := s.pushAvailable(c, n.Kind, n.Key, n.Owner, false)
+			_, err := c.push(availableNotification(n.Kind, n.Key, n.Owner), false)
 			s.m.pushed("lock_notification", err)
 			if err != nil {
 				c.log.Debug().Err(err).Msg("lock notification not delivered")
@@ -576,11 +572,10 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 	}
 }
 
-// pushAvailable pushes LockNotificationRequest(AVAILABLE) to owner, a
-// waiter for the lock on c; first lets the stream's writer take it before
-// the caller goes on (conn.pushFirst).
-func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner string, first bool) error {
-	build := func(id string) protocol.Message {
+// availableNotification builds the LockNotificationRequest(AVAILABLE)
+// pushed to owner, a waiter for the lock.
+func availableNotification(kind statemachine.Kind, key, owner string) func(requestID string) protocol.Message {
+	return func(id string) protocol.Message {
 		r := &protocol.LockNotificationRequest{
 			LockKey: key, LockType: kind.String(), Owner: owner,
 			NotificationType: protocol.NotificationAvailable,
@@ -588,11 +583,6 @@ func (s *Server) pushAvailable(c *conn, kind statemachine.Kind, key, owner strin
 		r.RequestID = id
 		return r
 	}
-	if first {
-		return c.pushFirst(build)
-	}
-	_, err := c.push(build, false)
-	return err
 }
 
 // pushAhead pushes AVAILABLE to the waiter that a release by cmd's owner
@@ -614,7 +604,7 @@ func (s *Server) pushAhead(cmd statemachine.Command) func() {
 	}
 	k := claimKey{cmd.Kind, cmd.Key, next.Owner}
 	a := c.sentAhead(k)
-	if err := s.pushAvailable(c, cmd.Kind, cmd.Key, next.Owner, true); err != nil {
+	if err := c.pushFirst(availableNotification(cmd.Kind, cmd.Key, next.Owner)); err != nil {
 		c.releaseDone(k, a)
 		s.m.pushed("lock_notification_ahead", err)
 		return nil
