@@ -73,3 +73,61 @@ func TestH2LiteServesGRPCGoClient(t *testing.T) {
 		t.Fatalf("call after an error: %v", err)
 	}
 }
+
+// serve-noop --transport h2grpc serves the grpc-noop client on
+// nacos-lockd's own transport (the h2grpc-noop floor), answering with the
+// same prepared reply; an unknown transport is refused, and the floor,
+// like grpc-noop, has no W2.
+func TestServeNoopOnH2GRPC(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := lis.Addr().String()
+	lis.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	var out bytes.Buffer
+	go func() {
+		served <- dispatch(ctx, []string{"serve-noop", "--addr", addr, "--transport", "h2grpc"}, &out, &out)
+	}()
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer dcancel()
+	var l interface{ Close() error }
+	for l == nil {
+		if c, err := dialNoop(addr)(dctx, 0); err == nil {
+			l = c
+		} else if dctx.Err() != nil {
+			t.Fatalf("dial: %v", err)
+		} else {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	n := l.(*noopLocker)
+	for i := 0; i < 100; i++ {
+		if err := n.call(dctx); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	p, err := n.req.Request(dctx, &pb.Payload{Metadata: &pb.Metadata{Type: "HealthCheckRequest"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m, err := protocol.Decode(p); err != nil {
+		t.Fatal(err)
+	} else if _, ok := m.(*protocol.HealthCheckResponse); !ok {
+		t.Fatalf("reply %T, want the prepared HealthCheckResponse", m)
+	}
+	l.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("serve-noop stopped with %v", err)
+	}
+
+	if err := dispatch(context.Background(), []string{"serve-noop", "--addr", "127.0.0.1:0", "--transport", "h3"}, &out, &out); err == nil {
+		t.Error("an unknown transport was accepted")
+	}
+	if ok, _ := supports("h2grpc-noop", "w2"); ok {
+		t.Error("h2grpc-noop runs W2")
+	}
+}

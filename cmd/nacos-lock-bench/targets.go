@@ -263,7 +263,10 @@ func serveNoop(ctx context.Context, args []string, stderr io.Writer) error {
 			hs.Stop()
 		}()
 		fmt.Fprintln(stderr, "noop h2grpc server on", lis.Addr())
-		return hs.Serve(lis)
+		if err := hs.Serve(lis); ctx.Err() == nil {
+			return err
+		}
+		return nil // stopped, as grpc-go's Serve after Stop
 	} else if *transport != "grpc-go" {
 		return fmt.Errorf("unknown transport %q", *transport)
 	}
