@@ -709,7 +709,10 @@ func (t *Table) ref(conn string, l *lockState, delta int32) {
 // dropEmptied removes the connections left without references by the
 // command just applied (see emptied).
 func (t *Table) dropEmptied() {
-	t.flushUnref() // every unindex is settled within its command; this only keeps a slip from leaving stale references
+	// A lock unindexed and never put back leaves the index as an eager
+	// unindex did: its references dropped. (Every command puts its lock
+	// back; this keeps the deferred scheme equal to the eager one anyway.)
+	t.flushUnref()
 	for _, c := range t.emptied {
 		if len(t.conns[c]) == 0 {
 			delete(t.conns, c)
