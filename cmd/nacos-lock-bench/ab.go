@@ -119,6 +119,12 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				*workload, c, r+1, ra.OpsPerSec, ra.P50Ms, ra.P99Ms, ra.ServerCPUPerOp, rb.OpsPerSec, rb.P50Ms, rb.P99Ms, rb.ServerCPUPerOp, rb.OpsPerSec/ra.OpsPerSec)
 			if ra.Errors+rb.Errors > 0 || (*workload == "w2" && (ra.FIFOViolations != 0 || rb.FIFOViolations != 0)) {
 				fmt.Fprintf(stdout, "  errors A %d B %d, FIFO violations A %d B %d\n", ra.Errors, rb.Errors, ra.FIFOViolations, rb.FIFOViolations)
+				for _, e := range ra.ErrorLog {
+					fmt.Fprintf(stdout, "    A: %s\n", e)
+				}
+				for _, e := range rb.ErrorLog {
+					fmt.Fprintf(stdout, "    B: %s\n", e)
+				}
 			}
 			ops = append(ops, rb.OpsPerSec/ra.OpsPerSec)
 			p50 = append(p50, rb.P50Ms/ra.P50Ms)

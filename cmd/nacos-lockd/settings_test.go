@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"nacos-lockd/bench/peers"
 	"nacos-lockd/gateway"
 	"nacos-lockd/settings"
 )
@@ -30,5 +31,24 @@ func TestLockSettingsReachGateway(t *testing.T) {
 		gw.NodeGrace != 1500*time.Millisecond || gw.DisconnectGrace != 250*time.Millisecond ||
 		gw.MaxLease != 30*time.Minute || gw.MaxKeyLength != 4096 || gw.MaxConnectionsPerIP != 256 {
 		t.Fatalf("gateway config %+v", gw)
+	}
+}
+
+// The properties every benchmarked nacos-lockd runs with parse, and lift
+// the per-connection request limit that would otherwise cap one
+// connection's W1 at 1000 pairs/s.
+func TestBenchPropertiesLiftTheRequestLimit(t *testing.T) {
+	props := filepath.Join(t.TempDir(), "bench.properties")
+	if err := os.WriteFile(props, []byte(peers.BenchProperties()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseConfig([]string{"--config", props}, noEnv, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gw gateway.Config
+	settings.Copy(&gw, &cfg.lock)
+	if want := float64(settings.LockMaxRequestsPerSecond.Max); gw.RequestsPerSecond != want {
+		t.Fatalf("requests per second %g, want %g", gw.RequestsPerSecond, want)
 	}
 }
