@@ -34,8 +34,9 @@ type config struct {
 	// coalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	coalesceWindow time.Duration
-	transport      string // the SDK port's gRPC server (gateway.Config.Transport)
-	profiling      bool   // /debug/pprof/ on the main port (admin.Config.Profiling)
+	transport      string        // the SDK port's gRPC server (gateway.Config.Transport)
+	profiling      bool          // /debug/pprof/ on the main port (admin.Config.Profiling)
+	timerSlack     time.Duration // every thread's, set at start-up (internal/timerslack); 0 = as started
 }
 
 var (
@@ -106,12 +107,16 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	cfg := config{dataDir: flags.String(settings.DataDir), logFormat: flags.String(settings.LogFormat),
 		join: flags.Bool(settings.Join), importNacos: flags.String(settings.ImportNacos),
 		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow),
-		transport: flags.String(settings.Transport), profiling: flags.Bool(settings.Profiling)}
+		transport: flags.String(settings.Transport), profiling: flags.Bool(settings.Profiling),
+		timerSlack: flags.Duration(settings.TimerSlack)}
 	if !settings.Transport.CheckChoice(cfg.transport) {
 		return config{}, fmt.Errorf("--transport %q: want %s", cfg.transport, settings.Transport.ChoiceList())
 	}
 	if settings.CoalesceWindow.CheckInt(int64(cfg.coalesceWindow)) != "" {
 		return config{}, fmt.Errorf("--coalesce-window %s: want 0 (off) up to %s", cfg.coalesceWindow, time.Duration(settings.CoalesceWindow.Max))
+	}
+	if settings.TimerSlack.CheckInt(int64(cfg.timerSlack)) != "" {
+		return config{}, fmt.Errorf("--timer-slack %s: want 0 (as started) up to %s", cfg.timerSlack, time.Duration(settings.TimerSlack.Max))
 	}
 	var err error
 	if cfg.lock, err = compat.LockSettingsFrom(props); err != nil {

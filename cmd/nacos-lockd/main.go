@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/internal/timerslack"
 	"nacos-lockd/server"
 )
 
@@ -64,7 +65,15 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, ove
 	if err != nil {
 		return err
 	}
+	// Before anything is opened: on success this starts the program
+	// again, as the same process, and does not return.
+	slackErr := timerslack.Ensure(cfg.timerSlack)
 	log := newLogger(cfg, stderr)
+	if slackErr != nil {
+		log.Warn().Err(slackErr).Str("timer_slack", cfg.timerSlack.String()).Msg("timer slack not set; the server runs with the slack it was started with")
+	} else if cfg.timerSlack > 0 {
+		log.Info().Str("timer_slack", cfg.timerSlack.String()).Msg("timer slack set on every thread")
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return serve(ctx, cfg, log, stdout)

@@ -298,6 +298,9 @@ func (n *Node) Resume() {
 // Paused reports whether the node is stopped by Pause.
 func (n *Node) Paused() bool { return n.paused }
 
+// Pid is the process id of the running node.
+func (n *Node) Pid() int { return n.cmd.Process.Pid }
+
 // Signal sends sig to the process.
 func (n *Node) Signal(sig os.Signal) error { return n.cmd.Process.Signal(sig) }
 
