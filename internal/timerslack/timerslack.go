@@ -11,9 +11,12 @@
 // sleep and wake-up costs ~24 µs of CPU: a fifth of the server's CPU went
 // to waking the monitor. With 500 µs of slack the kernel folds those
 // wake-ups into others (the monitor's switches fell ~6x), and the server
-// spent 0.76-0.81x the CPU per lock operation, pinned, against the same
-// build without it (W1 c=1, W1 c=64 closed and at 1500 pairs/s, W2
-// c=16), with equal or better throughput and latency. The price is that
+// spent 0.78-0.81x the CPU per lock operation, pinned, against the build
+// before it (W1 c=1, W1 c=64 at 1500 pairs/s, W2 c=2, 16 and 64; W2 did
+// 1.09-1.10x the hand-offs/s), and 0.94x in W1 c=64 closed loop (0.98x
+// the pairs/s: the monitor now takes a processor back from a thread
+// blocked in the log's sync later, so less work overlaps it). 200 µs
+// saved less, 1 ms no more. The price is that
 // every timer of the process may fire up to the slack late: Raft ticks
 // (10 ms), request deadlines, the renew window; none of them is that
 // precise.
