@@ -16,10 +16,9 @@
 // 1.09-1.10x the hand-offs/s), and 0.94x in W1 c=64 closed loop (0.98x
 // the pairs/s: the monitor now takes a processor back from a thread
 // blocked in the log's sync later, so less work overlaps it). 200 µs
-// saved less, 1 ms no more. The price is that
-// every timer of the process may fire up to the slack late: Raft ticks
-// (10 ms), request deadlines, the renew window; none of them is that
-// precise.
+// saved less, 1 ms no more. The price is that every timer of the process
+// may fire up to the slack late: Raft ticks (10 ms), request deadlines,
+// the renew window; none of them is that precise.
 //
 // A thread's slack is inherited by the threads it creates and kept across
 // execve, but Go has started its threads before main runs. So Ensure sets
