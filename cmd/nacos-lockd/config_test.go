@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"nacos-lockd/replica"
 )
@@ -28,6 +29,20 @@ func TestParseConfig(t *testing.T) {
 		}
 		if cfg.coalesceWindow != replica.DefaultCoalesceWindow {
 			t.Fatalf("coalesce window %s", cfg.coalesceWindow)
+		}
+		if cfg.timerSlack != 500*time.Microsecond {
+			t.Fatalf("timer slack %s, want 500µs", cfg.timerSlack)
+		}
+	})
+	t.Run("timer slack from the environment", func(t *testing.T) {
+		cfg, err := parseConfig(nil, func(k string) string {
+			if k == "NACOS_LOCKD_TIMER_SLACK" {
+				return "0s"
+			}
+			return ""
+		}, io.Discard)
+		if err != nil || cfg.timerSlack != 0 {
+			t.Fatalf("timer slack %s, %v; want 0 (as started)", cfg.timerSlack, err)
 		}
 	})
 	t.Run("coalescing can be turned off", func(t *testing.T) {
@@ -92,6 +107,8 @@ func TestParseConfig(t *testing.T) {
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"--coalesce-window", "-1ms"}, "--coalesce-window"},
 		{[]string{"--coalesce-window", "5s"}, "--coalesce-window"},
+		{[]string{"--timer-slack", "-1us"}, "--timer-slack"},
+		{[]string{"--timer-slack", "11ms"}, "--timer-slack"},
 	} {
 		_, err := parseConfig(tt.args, noEnv, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

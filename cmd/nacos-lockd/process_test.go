@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -125,29 +122,6 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	}
 }
 
-// threadSlacks reads the timer slack of every thread of process pid.
-func threadSlacks(t *testing.T, pid int) []int64 {
-	t.Helper()
-	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
-	if err != nil || len(tasks) == 0 {
-		t.Fatalf("threads of %d: %v", pid, err)
-	}
-	var out []int64
-	for _, task := range tasks {
-		// By thread id under /proc: the task directories have no timerslack_ns.
-		b, err := os.ReadFile(filepath.Join("/proc", filepath.Base(task), "timerslack_ns"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, ns)
-	}
-	return out
-}
-
 // Every thread of a serving node runs with the timer slack asked for, the
 // default's when none is, and 0 leaves the one it was started with.
 func TestTimerSlackOnEveryThread(t *testing.T) {
@@ -168,9 +142,12 @@ func TestTimerSlackOnEveryThread(t *testing.T) {
 		// A lock call first, so that the transport, Raft and the log have
 		// started their threads.
 		call(t, connect(t, port), protocol.OpAcquire, client.Instance("slack", "NON_REENTRANT", "o", client.Ms(30000), nil))
-		slacks := threadSlacks(t, p.Pid())
-		for _, ns := range slacks {
-			if ns != tc.want {
+		slacks, err := timerslack.OfThreads(p.Pid())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range slacks {
+			if d.Nanoseconds() != tc.want {
 				t.Fatalf("%v: thread slacks %v, want %d each", tc.args, slacks, tc.want)
 			}
 		}

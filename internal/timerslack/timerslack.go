@@ -55,3 +55,7 @@ func Ensure(d time.Duration) error {
 
 // Current reports the calling thread's timer slack.
 func Current() (time.Duration, error) { return current() }
+
+// OfThreads reports the timer slack of every thread of process pid (0:
+// this one), for checking that Ensure reached them all.
+func OfThreads(pid int) ([]time.Duration, error) { return ofThreads(pid) }

@@ -3,7 +3,10 @@ package timerslack
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -46,4 +49,30 @@ func ensure(d time.Duration) error {
 		return fmt.Errorf("execute again with timer slack %s: %w", d, err)
 	}
 	return nil // not reached
+}
+
+func ofThreads(pid int) ([]time.Duration, error) {
+	proc := "self"
+	if pid != 0 {
+		proc = strconv.Itoa(pid)
+	}
+	tasks, err := filepath.Glob(filepath.Join("/proc", proc, "task", "*"))
+	if err != nil || len(tasks) == 0 {
+		return nil, fmt.Errorf("threads of process %s: %v", proc, err)
+	}
+	var out []time.Duration
+	for _, task := range tasks {
+		// By thread id at the top of /proc: the task directories have no
+		// timerslack_ns.
+		b, err := os.ReadFile(filepath.Join("/proc", filepath.Base(task), "timerslack_ns"))
+		if err != nil {
+			return nil, fmt.Errorf("timer slack of thread %s: %w", filepath.Base(task), err)
+		}
+		ns, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("timer slack of thread %s: %w", filepath.Base(task), err)
+		}
+		out = append(out, time.Duration(ns))
+	}
+	return out, nil
 }

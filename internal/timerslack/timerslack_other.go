@@ -11,3 +11,5 @@ func current() (time.Duration, error) { return 0, errors.ErrUnsupported }
 
 // ensure does nothing: the knob is Linux's.
 func ensure(time.Duration) error { return nil }
+
+func ofThreads(int) ([]time.Duration, error) { return nil, errors.ErrUnsupported }

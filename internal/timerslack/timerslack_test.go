@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,20 +36,13 @@ func helper(v string) int {
 		fmt.Println("ensure:", err)
 		return 1
 	}
-	// Every thread, by its id under /proc (the per-thread directories
-	// under /proc/self/task have no timerslack_ns).
-	tasks, err := filepath.Glob("/proc/self/task/*")
-	if err != nil || len(tasks) == 0 {
-		fmt.Println("no tasks:", err)
+	slacks, err := OfThreads(0)
+	if err != nil {
+		fmt.Println("threads:", err)
 		return 1
 	}
-	for _, p := range tasks {
-		b, err := os.ReadFile(filepath.Join("/proc", filepath.Base(p), "timerslack_ns"))
-		if err != nil {
-			fmt.Println("read:", err)
-			return 1
-		}
-		fmt.Printf("thread slack=%s\n", strings.TrimSpace(string(b)))
+	for _, d := range slacks {
+		fmt.Printf("thread slack=%d\n", d.Nanoseconds())
 	}
 	_, marked := os.LookupEnv(reexecMark)
 	fmt.Printf("marked=%v\n", marked)
