@@ -13,6 +13,16 @@ import (
 
 func noEnv(string) string { return "" }
 
+// oneEnv is an environment holding only k=v.
+func oneEnv(k, v string) func(string) string {
+	return func(key string) string {
+		if key == k {
+			return v
+		}
+		return ""
+	}
+}
+
 func TestParseConfig(t *testing.T) {
 	dir := t.TempDir()
 	props := filepath.Join(dir, "application.properties")
@@ -35,23 +45,13 @@ func TestParseConfig(t *testing.T) {
 		}
 	})
 	t.Run("timer slack from the environment", func(t *testing.T) {
-		cfg, err := parseConfig(nil, func(k string) string {
-			if k == "NACOS_LOCKD_TIMER_SLACK" {
-				return "0s"
-			}
-			return ""
-		}, io.Discard)
+		cfg, err := parseConfig(nil, oneEnv("NACOS_LOCKD_TIMER_SLACK", "0s"), io.Discard)
 		if err != nil || cfg.timerSlack != 0 {
 			t.Fatalf("timer slack %s, %v; want 0 (as started)", cfg.timerSlack, err)
 		}
 	})
 	t.Run("coalescing can be turned off", func(t *testing.T) {
-		cfg, err := parseConfig(nil, func(k string) string {
-			if k == "NACOS_LOCKD_COALESCE_WINDOW" {
-				return "0s"
-			}
-			return ""
-		}, io.Discard)
+		cfg, err := parseConfig(nil, oneEnv("NACOS_LOCKD_COALESCE_WINDOW", "0s"), io.Discard)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,12 +66,7 @@ func TestParseConfig(t *testing.T) {
 		if cfg, err := parseConfig([]string{"--pprof"}, noEnv, io.Discard); err != nil || !cfg.profiling {
 			t.Fatalf("--pprof: profiling %v, %v", cfg.profiling, err)
 		}
-		env := func(k string) string {
-			if k == "NACOS_LOCKD_PPROF" {
-				return "true"
-			}
-			return ""
-		}
+		env := oneEnv("NACOS_LOCKD_PPROF", "true")
 		if cfg, err := parseConfig(nil, env, io.Discard); err != nil || !cfg.profiling {
 			t.Fatalf("NACOS_LOCKD_PPROF=true: profiling %v, %v", cfg.profiling, err)
 		}
