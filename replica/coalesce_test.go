@@ -10,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/vfs"
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/internal/syncbuf"
+	"nacos-lockd/replica/walfile"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
 )
@@ -408,5 +410,46 @@ func TestFreeSlotDoesNotSendWaitingCommands(t *testing.T) {
 	g.queue = append(g.queue, &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpRelease, Kind: statemachine.KindNonReentrant, Key: "k"}})
 	if g.holding(now) {
 		t.Fatal("a release cannot wait: everything queued must go with it")
+	}
+}
+
+// TestLogBusyFollowsEntrySize: the log's syncs hand their P off
+// (walfile.FS.Busy, which Start installs as logBusy) while the entry
+// proposed last carries syncHandOffMinCommands commands or more, and not
+// after a lone command.
+func TestLogBusyFollowsEntrySize(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	fs, ok := vfs.Default.(walfile.FS)
+	if !ok || fs.Busy == nil {
+		t.Fatalf("the log's file system is %T with Busy %v: Start did not install the hint", vfs.Default, ok && fs.Busy != nil)
+	}
+	now := time.Now().UnixMilli()
+	for i := range syncHandOffMinCommands {
+		propose(t, n, acq(N, fmt.Sprint("k", i), "o", "c1", now, 60000, 0))
+	}
+	if fs.Busy() {
+		t.Fatal("after lone commands the log's sync would hand its P off")
+	}
+	batch := make([]*pendingCmd, syncHandOffMinCommands)
+	for i := range batch {
+		batch[i] = &pendingCmd{cmd: renew(N, fmt.Sprint("k", i), "o", "c1", now, 90000), out: make(chan outcome, 1)}
+	}
+	rs, err := n.gc.submit(batch, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fs.Busy() {
+		t.Fatalf("an entry of %d commands in flight and the log's sync would keep its P", len(batch))
+	}
+	if r := <-rs.AppliedC(); !r.Completed() {
+		t.Fatalf("grouped renews: %+v", r)
+	}
+	rs.Release()
+	propose(t, n, renew(N, "k0", "o", "c1", time.Now().UnixMilli(), 90000))
+	if fs.Busy() {
+		t.Fatal("after a lone command the log's sync would still hand its P off")
 	}
 }

@@ -140,7 +140,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	}
 	cfg = cfg.withDefaults()
 	setDragonboatLogger(log)
-	walfile.Install() // before dragonboat opens its log: see the package
+	walfile.Install(logBusy) // before dragonboat opens its log: see the package
 	n := &Node{cfg: cfg, log: log}
 	n.level.Store(statemachine.LevelBaseline)
 	n.m = newNodeMetrics(cfg.Metrics, n)

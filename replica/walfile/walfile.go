@@ -21,6 +21,14 @@
 // log it closes ends with an EOF trailer, so the zeros are never replayed.
 // Other files (tables, manifests) are pebble's own.
 //
+// A sync blocks its thread for the device's flush (~150-250 µs here) while
+// holding the thread's P: the runtime lends the P to other goroutines only
+// when sysmon notices the syscall, which with nacos-lockd's timer slack
+// (internal/timerslack) is usually after the sync has ended. When FS.Busy
+// says the server has other work, the sync hands its P off as it starts
+// (handoff_linux.go), so requests are read and answered during the flush;
+// when it has none, handing off would only add a thread switch.
+//
 // dragonboat refuses a file system of its own choosing for its pebble log
 // (only the test file systems are allowed through its configuration), so
 // the hook is pebble's package-level default, which dragonboat's pebble
@@ -45,32 +53,38 @@ const Chunk = 1 << 20
 var installOnce sync.Once
 
 // Install pads the write-ahead files of every pebble database opened from
-// now on in this process. It is idempotent.
-func Install() {
-	installOnce.Do(func() { vfs.Default = FS{vfs.Default} })
+// now on in this process, with busy as their FS.Busy. Only the first call
+// has an effect.
+func Install(busy func() bool) {
+	installOnce.Do(func() { vfs.Default = FS{FS: vfs.Default, Busy: busy} })
 }
 
 // FS is a pebble file system that pads the write-ahead files it creates
 // or reuses and leaves every other file as its inner FS makes it.
-type FS struct{ vfs.FS }
+type FS struct {
+	vfs.FS
+	// Busy, if set, is asked before each sync of a write-ahead file:
+	// true hands the syncing thread's P to other goroutines for the sync.
+	Busy func() bool
+}
 
 // Create creates name; a write-ahead file is padded as it is written.
 func (fs FS) Create(name string) (vfs.File, error) {
 	f, err := fs.FS.Create(name)
-	return wrap(name, f, err)
+	return fs.wrap(name, f, err)
 }
 
 // ReuseForWrite renames a recycled log to newname for writing from its
 // start; its old contents count as padding.
 func (fs FS) ReuseForWrite(oldname, newname string) (vfs.File, error) {
 	f, err := fs.FS.ReuseForWrite(oldname, newname)
-	return wrap(newname, f, err)
+	return fs.wrap(newname, f, err)
 }
 
 // isLog reports whether pebble uses name as a write-ahead file.
 func isLog(name string) bool { return strings.HasSuffix(name, ".log") }
 
-func wrap(name string, f vfs.File, err error) (vfs.File, error) {
+func (fs FS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
 	if err != nil || !isLog(name) {
 		return f, err
 	}
@@ -83,7 +97,7 @@ func wrap(name string, f vfs.File, err error) (vfs.File, error) {
 		of.Close()
 		return nil, fmt.Errorf("stat write-ahead file %s: %w", name, err)
 	}
-	return &paddedFile{File: of, f: of, writeAt: of.WriteAt, padded: st.Size()}, nil
+	return &paddedFile{File: of, f: of, writeAt: of.WriteAt, busy: fs.Busy, padded: st.Size()}, nil
 }
 
 // paddedFile is a write-ahead file written sequentially from offset 0 by
@@ -94,6 +108,7 @@ type paddedFile struct {
 	vfs.File // the *os.File: reads, Stat, Close
 	f        *os.File
 	writeAt  func([]byte, int64) (int, error) // pads; a test makes it fail
+	busy     func() bool                      // FS.Busy
 
 	off int64 // the writer's offset; only Write touches it
 
@@ -177,16 +192,26 @@ func (p *paddedFile) pad(from, n int64) error {
 	return nil
 }
 
-// Sync flushes the file's data with fdatasync, as pebble would.
+// Sync flushes the file's data with fdatasync, as pebble would, handing
+// the P off for it when the server is busy (see the package comment).
 func (p *paddedFile) Sync() error {
 	rc, err := p.f.SyscallConn()
 	if err != nil {
 		return err
 	}
+	handOff := p.busy != nil && p.busy()
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			serr = syscall.Fdatasync(int(fd))
+			if handOff {
+				if errno := fdatasyncHandingOff(fd); errno != 0 {
+					serr = errno
+				} else {
+					serr = nil
+				}
+			} else {
+				serr = syscall.Fdatasync(int(fd))
+			}
 			if serr != syscall.EINTR {
 				return
 			}

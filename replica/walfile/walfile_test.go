@@ -2,6 +2,7 @@ package walfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,7 @@ import (
 // exactly what was written, and that the rest is zeros.
 func TestLogIsPaddedAheadOfItsWriter(t *testing.T) {
 	dir := t.TempDir()
-	fs := FS{vfs.Default}
+	fs := FS{FS: vfs.Default}
 	f, err := fs.Create(filepath.Join(dir, "000001.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +78,7 @@ func TestReusedLogKeepsItsLength(t *testing.T) {
 	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 3*Chunk), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f, err := FS{vfs.Default}.ReuseForWrite(old, filepath.Join(dir, "000002.log"))
+	f, err := FS{FS: vfs.Default}.ReuseForWrite(old, filepath.Join(dir, "000002.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestReusedLogKeepsItsLength(t *testing.T) {
 func TestOtherFilesAreLeftAlone(t *testing.T) {
 	dir := t.TempDir()
 	for _, name := range []string{"000003.sst", "MANIFEST-000001", "OPTIONS-000002", "CURRENT"} {
-		f, err := FS{vfs.Default}.Create(filepath.Join(dir, name))
+		f, err := FS{FS: vfs.Default}.Create(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ func TestOtherFilesAreLeftAlone(t *testing.T) {
 // replay instead of failing it.
 func TestPebbleReplaysPaddedLogs(t *testing.T) {
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{FS: FS{vfs.Default}, MemTableSize: 256 << 10})
+	db, err := pebble.Open(dir, &pebble.Options{FS: FS{FS: vfs.Default}, MemTableSize: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestPebbleReplaysPaddedLogs(t *testing.T) {
 
 	image := t.TempDir()
 	copyDir(t, dir, image)
-	db2, err := pebble.Open(image, &pebble.Options{FS: FS{vfs.Default}})
+	db2, err := pebble.Open(image, &pebble.Options{FS: FS{FS: vfs.Default}})
 	if err != nil {
 		t.Fatalf("open the crash image: %v", err)
 	}
@@ -204,7 +205,7 @@ func copyDir(t *testing.T, from, to string) {
 func TestFailedPaddingNeverFailsTheLog(t *testing.T) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "000001.log")
-	f, err := FS{vfs.Default}.Create(name)
+	f, err := FS{FS: vfs.Default}.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,5 +256,56 @@ func TestFailedPaddingNeverFailsTheLog(t *testing.T) {
 	}
 	if tail := got[want.Len():]; !bytes.Equal(tail, make([]byte, len(tail))) {
 		t.Fatal("the tail after the data is not zeros")
+	}
+}
+
+// TestBusySyncHandsOffAndReports: a sync asks Busy each time; the sync
+// that hands its P off (Busy true) keeps what was written and succeeds,
+// and reports a failed fdatasync exactly as the plain one does.
+func TestBusySyncHandsOffAndReports(t *testing.T) {
+	dir := t.TempDir()
+	name := filepath.Join(dir, "000001.log")
+	asked := 0
+	f, err := FS{FS: vfs.Default, Busy: func() bool { asked++; return true }}.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := bytes.Repeat([]byte{7}, 512)
+	for i := range 3 {
+		if _, err := f.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Sync(); err != nil {
+			t.Fatalf("sync %d handing off: %v", i, err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if asked < 3 {
+		t.Fatalf("Busy asked %d times for 3 syncs", asked)
+	}
+	got, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[:3*len(rec)], bytes.Repeat(rec, 3)) {
+		t.Fatal("data written around the syncs differs")
+	}
+
+	// fdatasync fails on a pipe (EINVAL): both ways of syncing say so.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	for _, busy := range []bool{true, false} {
+		p := &paddedFile{File: r, f: r, busy: func() bool { return busy }}
+		err := p.Sync()
+		var pe *os.PathError
+		if !errors.As(err, &pe) || pe.Op != "fdatasync" || !errors.Is(err, syscall.EINVAL) {
+			t.Fatalf("sync of a pipe (busy %v): %v, want fdatasync's EINVAL", busy, err)
+		}
 	}
 }
