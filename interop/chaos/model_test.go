@@ -670,10 +670,18 @@ func newStateSet(states []lockState) stateSet {
 }
 
 // notifyPossible reports whether the owner of a notification can have
-// been the unclaimed holder at some point before ret, starting from s.
+// been the unclaimed holder, or a waiter, at some point before ret,
+// starting from s. A waiter may be pushed before any grant: the gateway
+// pushes ahead of a release's commit to the waiter the release should
+// hand the lock to (gateway/DESIGN.md), and that guess can be overtaken
+// (another command ordered first, the release refused, a lease ending);
+// the waiter's claim, which is checked as an ACQUIRE, then finds no grant.
 func (m stepper) notifyPossible(s lockState, in lockInput) bool {
 	for _, n := range m.closure(m.resolve(s, in.Ret), in.Ret) {
 		if n.holder == in.Owner && n.unclaimed {
+			return true
+		}
+		if slices.ContainsFunc(n.q, func(w waiterState) bool { return w.owner == in.Owner }) {
 			return true
 		}
 	}
