@@ -339,3 +339,63 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	c.release()
 	<-returned
 }
+
+// passOnAfterRead lets the grant a claim reads pass on before the claim's
+// record applies, as a record delayed past the half lease the read left
+// (a leader change can take that long) finds it: right after the read,
+// another owner takes the lock at a table clock past the unclaimed
+// grant's lease.
+type passOnAfterRead struct {
+	*replica.Node
+	t *testing.T
+}
+
+func (p passOnAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
+	l, err := p.Node.LockLinearizable(ctx, kind, key)
+	if err == nil && l.Unclaimed {
+		r, perr := p.Node.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: l.LeaseEndMs + 1,
+			Kind: kind, Key: key, Owner: "other", ConnID: "x", LeaseMs: 600000})
+		if perr != nil || !r.Success() {
+			p.t.Errorf("taking the lock after the grant's lease: %+v %v", r, perr)
+		}
+	}
+	return l, err
+}
+
+// A claim answered from a read whose record is refused (the grant had
+// passed on when it applied) drops the connection, and what the client
+// sent after the claim is not answered from the table without its grant:
+// a re-entry gets a failure, not "held by another owner".
+func TestClaimWhoseRecordIsRefusedDropsTheConnection(t *testing.T) {
+	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return passOnAfterRead{n, t} })
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result {
+		t.Fatalf("claim answered from the read: %+v", r.LockResult)
+	}
+	ctx, cancel := client.Timeout(5 * time.Second)
+	defer cancel()
+	r, err := waiter.Lock(ctx, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000))
+	if err == nil && r.ResultCode == 200 {
+		t.Fatalf("re-entry after a refused claim record answered as if the table said so: %+v", r.LockResult)
+	}
+	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || l.Owner != "other" {
+		t.Fatalf("the lock after the refused record: %+v %v", l, err)
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 1 {
+		t.Fatalf("failed records: %v, want 1", got)
+	}
+	for {
+		select {
+		case _, ok := <-waiter.Pushes():
+			if !ok {
+				return // the stream ended: the connection was dropped
+			}
+		case <-ctx.Done():
+			t.Fatal("the connection of a refused claim record was not dropped")
+		}
+	}
+}

@@ -44,6 +44,12 @@ type conn struct {
 	// release that should grant them commits (guarded by mu; see
 	// Server.pushAhead).
 	ahead map[claimKey]*aheadPush
+	// lastRecord closes once the latest CLAIM recorded for a claim answered
+	// on this connection, and every one before it, has committed or failed
+	// (guarded by mu; nil if none was queued). recordFailed is set before
+	// it closes if any of them failed. See Server.claimByRead.
+	lastRecord   chan struct{}
+	recordFailed bool
 
 	sendq chan outgoing // pushes for the stream writer; bounded
 	// writerIdle is set while the stream writer waits for a push (see
@@ -75,6 +81,55 @@ func (c *conn) dropConn(reason string) {
 		c.log.Warn().Str("reason", reason).Msg("dropping connection")
 		close(c.done)
 	})
+}
+
+// startRecord notes a CLAIM queued for this connection; finish reports
+// its outcome. Records resolve in the order they were queued, as they
+// commit, so waiting for the latest one waits for all.
+func (c *conn) startRecord() (finish func(failed bool)) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	prev := c.lastRecord
+	c.lastRecord = ch
+	c.mu.Unlock()
+	return func(failed bool) {
+		if prev != nil {
+			<-prev
+		}
+		if failed {
+			c.mu.Lock()
+			c.recordFailed = true
+			c.mu.Unlock()
+		}
+		close(ch)
+	}
+}
+
+// pendingRecord is what a request must wait for before it answers: the
+// latest CLAIM queued for this connection before the request (nil if none).
+func (c *conn) pendingRecord() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastRecord
+}
+
+// recordsHeld waits for wait (from pendingRecord) and reports whether
+// every CLAIM recorded for this connection so far took effect. A request
+// committed after a CLAIM finds it resolved at once, or nearly (its outcome
+// travels through another goroutine).
+func (c *conn) recordsHeld(ctx context.Context, wait <-chan struct{}) bool {
+	if wait != nil {
+		select {
+		case <-wait:
+		case <-ctx.Done():
+			return false
+		case <-c.done:
+			return false
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.recordFailed
 }
 
 // release ends the stream writer of a connection that is already gone.

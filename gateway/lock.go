@@ -21,6 +21,9 @@ const (
 	msgZeroAcquire   = "Lock expiredTime must be non-zero for ACQUIRE"
 	msgZeroRenew     = "Lock expiredTime must be non-zero for RENEW"
 	msgNoHandler     = "There is no Handler of such operations!"
+	// msgClaimNotRecorded answers requests that follow, on the same
+	// connection, a claim answered from a read whose record failed.
+	msgClaimNotRecorded = "An earlier lock grant on this connection could not be recorded; the connection is being closed"
 )
 
 // lock handles one LockOperationRequest. It always answers with a
@@ -77,10 +80,21 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		// grants it has been applied.
 		c.awaitAhead(ctx, claimKey{cmd.Kind, cmd.Key, cmd.Owner})
 	}
+	earlier := c.pendingRecord()
 	res, claimed := s.claimByRead(ctx, c, cmd)
 	var err error
 	if !claimed {
 		res, err = s.table.Propose(ctx, cmd)
+	}
+	if err == nil && earlier != nil && !c.recordsHeld(ctx, earlier) {
+		// A claim answered earlier on this connection was not recorded: the
+		// client holds a grant the table gave away, and the connection is
+		// being dropped for it. An answer computed without that grant must
+		// not reach the client as if it had been (a re-entry "held by
+		// another owner", a release "not held"): its outcome is left
+		// unknown, as the connection's loss says.
+		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
+		return lockFailure(msgClaimNotRecorded)
 	}
 	if err != nil {
 		c.log.Warn().Err(err).Str("op", cmd.Op.String()).Msg("lock command not committed")
@@ -117,9 +131,11 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 // then the claim is answered as the ACQUIRE would be (count 1, the grant's
 // token) and recorded by a CLAIM queued before the reply goes out, so it
 // is committed ahead of anything the client sends next. If the record is
-// not committed, the connection is dropped: its cleanup then releases the
-// lock, and the client learns at its next renew or release that it is
-// gone, instead of holding a grant the table may still think unclaimed.
+// not committed, or is refused when it applies (it came later than the half
+// lease the read left, and the grant had passed on: a leader change can
+// take that long), the connection is dropped: its cleanup then releases
+// the lock, and the requests the client sent after the claim are answered
+// with a failure (lock), not with what the table says without the grant.
 func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, bool) {
 	if cmd.Op != statemachine.OpAcquire || !cmd.Retry {
 		return statemachine.Result{}, false
@@ -147,13 +163,16 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 		return statemachine.Result{}, false // not queued: claim the usual way
 	}
 	s.m.readClaim("answered")
+	finish := c.startRecord()
 	go func() {
 		defer cancel()
-		if err := <-done; err != nil {
+		err := <-done
+		if err != nil {
 			s.m.readClaim("record_failed")
 			c.log.Warn().Err(err).Str("key_type", cmd.Kind.String()).Msg("claim answered from a read was not recorded; dropping the connection")
 			c.dropConn("claim record not committed")
 		}
+		finish(err != nil)
 	}()
 	return statemachine.Result{Code: statemachine.CodeOK, Count: 1, WaitPosition: -1, Token: token}, true
 }

@@ -53,8 +53,10 @@ func TestNodeRecordsClaimsOnlyAtTheGateLevel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("record at the gate's level: %v", err)
 	}
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	// Committed and applied: refused, as a CLAIM of a grant that is not
+	// there ("a" holds the lock), and Record says so.
+	if err := <-done; !errors.Is(err, ErrRecordRefused) {
+		t.Fatalf("record of a claim with no grant: %v, want ErrRecordRefused", err)
 	}
 	// Proposed again (a second leader's poll): the level stays.
 	raiseLevel(t, n)

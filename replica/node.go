@@ -243,6 +243,11 @@ var ErrNotOrdered = errors.New("raft: ordered recording needs batching on")
 // goes through Raft as its ACQUIRE instead.
 var ErrLevelTooLow = errors.New("raft: the cluster level does not allow this encoding yet")
 
+// ErrRecordRefused is what Record reports for a command that was committed
+// but whose result was a refusal: for a CLAIM, the grant it records had
+// already passed on when it applied.
+var ErrRecordRefused = errors.New("raft: recorded command refused")
+
 // ClusterLevel is the cluster level the local replica has applied
 // (statemachine/level.go). It only rises, in log order, so a command
 // encoded for it is behind the level entry that allowed it in the log.
@@ -267,8 +272,9 @@ func (n *Node) ProposeLevel(ctx context.Context, level int) error {
 // Record returns is committed after it, or cmd is not committed at all
 // (an entry dragonboat drops is proposed again, behind what went
 // meanwhile, but a recorded command is failed instead). The channel delivers
-// nil once cmd is committed, whatever its result, or why it was not. ctx's
-// deadline bounds how long cmd may take.
+// nil once cmd is committed and applied with success, ErrRecordRefused if
+// it was committed but refused (a CLAIM whose grant had passed on), or why
+// it was not committed. ctx's deadline bounds how long cmd may take.
 func (n *Node) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
 	if n.gc == nil {
 		return nil, ErrNotOrdered
@@ -281,7 +287,17 @@ func (n *Node) Record(ctx context.Context, cmd statemachine.Command) (<-chan err
 		return nil, err
 	}
 	done := make(chan error, 1)
-	go func() { done <- (<-out).err }()
+	go func() {
+		o := <-out
+		switch {
+		case o.err != nil:
+			done <- o.err
+		case o.res.Code != statemachine.CodeOK:
+			done <- fmt.Errorf("%s: %w: %s", cmd.Op, ErrRecordRefused, o.res.Code)
+		default:
+			done <- nil
+		}
+	}()
 	return done, nil
 }
 

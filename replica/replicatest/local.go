@@ -5,6 +5,7 @@ package replicatest
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -47,12 +48,21 @@ func (l *Local) Propose(ctx context.Context, cmd statemachine.Command) (statemac
 	return res, nil
 }
 
-// Record applies cmd at once: a local table has no queue to order.
+// Record applies cmd at once: a local table has no queue to order. As
+// replica.Node.Record, a refused command is reported on the channel.
 func (l *Local) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
-	_, err := l.Propose(ctx, cmd)
+	res, err := l.Propose(ctx, cmd)
 	done := make(chan error, 1)
-	done <- err
-	return done, err
+	switch {
+	case err != nil:
+		done <- err
+		return done, err
+	case res.Code != statemachine.CodeOK:
+		done <- fmt.Errorf("%s refused: %s", cmd.Op, res.Code)
+	default:
+		done <- nil
+	}
+	return done, nil
 }
 
 // LockLinearizable reads one lock; every read of a local table is current.
