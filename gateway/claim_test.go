@@ -147,28 +147,40 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 	}
 }
 
-// clockAfterRead moves the table clock on right after each linearizable
-// read, as a command stamped later by another caller and committed between
-// the claim's read and its record would.
-type clockAfterRead struct {
+// afterRead runs then right after each linearizable read (without error),
+// as commands committed between a claim's read and its record would.
+type afterRead struct {
 	*replica.Node
-	t *testing.T
+	then func(ctx context.Context, kind statemachine.Kind, key string, l lockview.Lock)
 }
 
-func (c clockAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
-	l, err := c.Node.LockLinearizable(ctx, kind, key)
-	if r, perr := c.Node.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli() + 5000,
-		Kind: statemachine.KindNonReentrant, Key: fmt.Sprint("elsewhere-", time.Now().UnixNano()), Owner: "x", ConnID: "x", LeaseMs: 1000}); perr != nil || !r.Success() {
-		c.t.Errorf("moving the clock: %+v %v", r, perr)
+func (a afterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
+	l, err := a.Node.LockLinearizable(ctx, kind, key)
+	if err == nil {
+		a.then(ctx, kind, key, l)
 	}
 	return l, err
+}
+
+// clockAfterRead moves the table clock on after each read, as a command
+// stamped later by another caller would.
+func clockAfterRead(t *testing.T) func(*replica.Node) Table {
+	return func(n *replica.Node) Table {
+		return afterRead{n, func(ctx context.Context, _ statemachine.Kind, _ string, _ lockview.Lock) {
+			r, err := n.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli() + 5000,
+				Kind: statemachine.KindNonReentrant, Key: fmt.Sprint("elsewhere-", time.Now().UnixNano()), Owner: "x", ConnID: "x", LeaseMs: 1000})
+			if err != nil || !r.Success() {
+				t.Errorf("moving the clock: %+v %v", r, err)
+			}
+		}}
+	}
 }
 
 // A claim answered from a read holds the lock for its lease from the read,
 // even when later commands move the table clock on before its record
 // applies: the client was told its lease at the answer.
 func TestClaimFromReadLeaseRunsFromTheRead(t *testing.T) {
-	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return clockAfterRead{n, t} })
+	addr, srv, node := startNodeServerOn(t, 0, clockAfterRead(t))
 	ts := &testServer{addr: addr}
 	holder, waiter := dial(t, ts), dial(t, ts)
 	handOff(t, holder, waiter, "job", "w:7")
@@ -345,21 +357,19 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 // (a leader change can take that long) finds it: right after the read,
 // another owner takes the lock at a table clock past the unclaimed
 // grant's lease.
-type passOnAfterRead struct {
-	*replica.Node
-	t *testing.T
-}
-
-func (p passOnAfterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
-	l, err := p.Node.LockLinearizable(ctx, kind, key)
-	if err == nil && l.Unclaimed {
-		r, perr := p.Node.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: l.LeaseEndMs + 1,
-			Kind: kind, Key: key, Owner: "other", ConnID: "x", LeaseMs: 600000})
-		if perr != nil || !r.Success() {
-			p.t.Errorf("taking the lock after the grant's lease: %+v %v", r, perr)
-		}
+func passOnAfterRead(t *testing.T) func(*replica.Node) Table {
+	return func(n *replica.Node) Table {
+		return afterRead{n, func(ctx context.Context, kind statemachine.Kind, key string, l lockview.Lock) {
+			if !l.Unclaimed {
+				return
+			}
+			r, err := n.Propose(ctx, statemachine.Command{Op: statemachine.OpAcquire, NowMs: l.LeaseEndMs + 1,
+				Kind: kind, Key: key, Owner: "other", ConnID: "x", LeaseMs: 600000})
+			if err != nil || !r.Success() {
+				t.Errorf("taking the lock after the grant's lease: %+v %v", r, err)
+			}
+		}}
 	}
-	return l, err
 }
 
 // A claim answered from a read whose record is refused (the grant had
@@ -367,7 +377,7 @@ func (p passOnAfterRead) LockLinearizable(ctx context.Context, kind statemachine
 // sent after the claim is not answered from the table without its grant:
 // a re-entry gets a failure, not "held by another owner".
 func TestClaimWhoseRecordIsRefusedDropsTheConnection(t *testing.T) {
-	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return passOnAfterRead{n, t} })
+	addr, srv, node := startNodeServerOn(t, 0, passOnAfterRead(t))
 	ts := &testServer{addr: addr}
 	holder, waiter := dial(t, ts), dial(t, ts)
 	handOff(t, holder, waiter, "job", "w:7")
