@@ -125,7 +125,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		waitTime: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_wait_seconds", Help: "Time from a waiter's first queued ACQUIRE to its grant being claimed.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
 		readClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "nacoslockd_lock_read_claims_total", Help: "Claims of a pushed grant answered from a linearizable read, by whether their record was committed (answered, record_failed)."}, []string{"result"}),
+			Name: "nacoslockd_lock_read_claims_total", Help: "Claims of a pushed grant answered from a linearizable read: answered, and record_failed for those whose record was not committed or was refused (the connection is then dropped)."}, []string{"result"}),
 		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_handoff_seconds", Help: "Time from a freed lock being granted to the next waiter (same Raft entry as the release) to that waiter claiming it.", Buckets: latencyBuckets}),
 		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
