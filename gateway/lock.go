@@ -93,6 +93,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		// not reach the client as if it had been (a re-entry "held by
 		// another owner", a release "not held"): its outcome is left
 		// unknown, as the connection's loss says.
+		c.log.Warn().Str("op", cmd.Op.String()).Msg("lock request after a claim that was not recorded: answered with a failure")
 		s.m.request(opLabel(cmd.Op), "unavailable", time.Since(start), nacosOp)
 		return lockFailure(msgClaimNotRecorded)
 	}
@@ -135,7 +136,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 // lease the read left, and the grant had passed on: a leader change can
 // take that long), the connection is dropped: its cleanup then releases
 // the lock, and the requests the client sent after the claim are answered
-// with a failure (lock), not with what the table says without the grant.
+// with a failure (see lock), not with what the table says without the grant.
 func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, bool) {
 	if cmd.Op != statemachine.OpAcquire || !cmd.Retry {
 		return statemachine.Result{}, false
@@ -170,7 +171,7 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 		if err != nil {
 			s.m.readClaim("record_failed")
 			c.log.Warn().Err(err).Str("key_type", cmd.Kind.String()).Msg("claim answered from a read was not recorded; dropping the connection")
-			c.dropConn("claim record not committed")
+			c.dropConn("claim record not committed or refused")
 		}
 		finish(err != nil)
 	}()
