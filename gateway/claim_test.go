@@ -308,10 +308,15 @@ func TestPushFirstWaitsOnlyForAnIdleWriter(t *testing.T) {
 	if err := c.pushFirst(build); err != nil {
 		t.Fatal(err)
 	}
+	// Dequeued before pushFirst returned; the writer's own signal (took)
+	// follows its dequeue, so it is only waited for, never expected yet.
+	if len(c.sendq) != 0 {
+		t.Fatal("pushFirst returned before the writer took the push")
+	}
 	select {
 	case <-took:
-	default:
-		t.Fatal("pushFirst returned before the writer took the push")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the writer never took the push")
 	}
 	c.release()
 
