@@ -176,17 +176,26 @@ func clockAfterRead(t *testing.T) func(*replica.Node) Table {
 	}
 }
 
+// claimAfterHandOff serves the gateway over wrap(node), hands "job" from a
+// holder to waiter "w:7", and returns the waiter's claim (waiterRetry,
+// waitMs) as answered.
+func claimAfterHandOff(t *testing.T, wrap func(*replica.Node) Table, waitMs int64) (*Server, *replica.Node, *client.Client, *protocol.LockOperationResponse) {
+	t.Helper()
+	addr, srv, node := startNodeServerOn(t, 0, wrap)
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	claim := gen2("job", "REENTRANT", "w:7", waitMs, 300000)
+	claim.WaiterRetry = true
+	return srv, node, waiter, lockCall(t, waiter, protocol.OpAcquire, claim)
+}
+
 // A claim answered from a read holds the lock for its lease from the read,
 // even when later commands move the table clock on before its record
 // applies: the client was told its lease at the answer.
 func TestClaimFromReadLeaseRunsFromTheRead(t *testing.T) {
-	addr, srv, node := startNodeServerOn(t, 0, clockAfterRead(t))
-	ts := &testServer{addr: addr}
-	holder, waiter := dial(t, ts), dial(t, ts)
-	handOff(t, holder, waiter, "job", "w:7")
-	claim := gen2("job", "REENTRANT", "w:7", 20000, 300000)
-	claim.WaiterRetry = true
-	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
+	srv, node, _, r := claimAfterHandOff(t, clockAfterRead(t), 20000)
+	if !r.Result || r.LockResult.ReentrantCount != 1 {
 		t.Fatalf("claim: %+v", r.LockResult)
 	}
 	answered := time.Now().UnixMilli()
@@ -382,13 +391,8 @@ func passOnAfterRead(t *testing.T) func(*replica.Node) Table {
 // sent after the claim is not answered from the table without its grant:
 // a re-entry gets a failure, not "held by another owner".
 func TestClaimWhoseRecordIsRefusedDropsTheConnection(t *testing.T) {
-	addr, srv, node := startNodeServerOn(t, 0, passOnAfterRead(t))
-	ts := &testServer{addr: addr}
-	holder, waiter := dial(t, ts), dial(t, ts)
-	handOff(t, holder, waiter, "job", "w:7")
-	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
-	claim.WaiterRetry = true
-	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result {
+	srv, node, waiter, r := claimAfterHandOff(t, passOnAfterRead(t), -1)
+	if !r.Result {
 		t.Fatalf("claim answered from the read: %+v", r.LockResult)
 	}
 	ctx, cancel := client.Timeout(5 * time.Second)
