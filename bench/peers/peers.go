@@ -205,6 +205,16 @@ func FreePort() (int, error) {
 	return 0, errors.New("no free port triple found")
 }
 
+// anyFreePort is a loopback port nothing listens on now.
+func anyFreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
 var aptUpdate sync.Once
 
 // EnsureDebian installs pkg with apt-get unless check() already finds what
@@ -360,10 +370,16 @@ func LastLines(s string, n int) string {
 }
 
 // Etcd starts a single-node etcd (built by BuildEtcd) serving clients on
-// port and peers on port+1.
+// port and peers on a free port of its own. (Not port+1: FreePort checks
+// only the Nacos layout's neighbours, and a port next to a free one may be
+// some connection's local end; one suite run lost etcd-v3lock that way.)
 func Etcd(ctx context.Context, cpus CPUSet, bin, dir string, port int) (*Proc, error) {
+	peerPort, err := anyFreePort()
+	if err != nil {
+		return nil, fmt.Errorf("etcd peer port: %w", err)
+	}
 	client := fmt.Sprintf("http://127.0.0.1:%d", port)
-	peer := fmt.Sprintf("http://127.0.0.1:%d", port+1)
+	peer := fmt.Sprintf("http://127.0.0.1:%d", peerPort)
 	p, err := StartOn(cpus, "etcd", dir, bin, "server", "--name", "bench", "--data-dir", filepath.Join(dir, "data"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
