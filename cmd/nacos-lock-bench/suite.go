@@ -165,6 +165,14 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	s.stopAll() // W3-W5 run nacos-lockd alone, each on a fresh server
+	// The work directory goes when the suite ends; a target that answered
+	// with errors keeps its servers' logs, which say why (a leader change,
+	// a stalled sync), where the next reader of the table can find them.
+	if kept, err := keepErrorLogs(work, filepath.Join(*out, "logs"), reps); err != nil {
+		fmt.Fprintf(stderr, "-- keeping the logs of targets with errors: %v\n", err)
+	} else if len(kept) > 0 {
+		fmt.Fprintf(stderr, "== logs of targets with errors kept in %s: %s\n", filepath.Join(*out, "logs"), strings.Join(kept, ", "))
+	}
 	var floor *syncFloor
 	if wl["w1"] && slices.Contains(targets, "nacos-lockd") && slices.Contains(targets, "grpc-noop") {
 		floor = s.syncFloor(ctx)
@@ -619,4 +627,49 @@ func runSmoke(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintln(stdout, "bench-smoke: 2 passed, 0 failed")
 	return nil
+}
+
+// isServerLog reports whether a file name is a process's log (name.log, as
+// peers.StartOn writes them), not one of the numbered write-ahead files
+// (000123.log) that a Raft log or an LSM keeps beside it.
+func isServerLog(name string) bool {
+	stem, ok := strings.CutSuffix(name, ".log")
+	return ok && strings.Trim(stem, "0123456789") != ""
+}
+
+// keepErrorLogs copies the server logs under work/<target> of every target
+// with errors in reps to dst/<target>, keeping their paths below the
+// target's directory, and returns those targets in order. Nothing else of a
+// target's directory is copied: its data can be hundreds of MiB.
+func keepErrorLogs(work, dst string, reps []load.Report) ([]string, error) {
+	var kept []string
+	for _, r := range reps {
+		if r.Errors == 0 || slices.Contains(kept, r.Target) {
+			continue
+		}
+		kept = append(kept, r.Target)
+		src := filepath.Join(work, r.Target)
+		err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !isServerLog(d.Name()) {
+				return err
+			}
+			rel, err := filepath.Rel(src, path)
+			if err != nil {
+				return err
+			}
+			to := filepath.Join(dst, r.Target, rel)
+			if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+				return err
+			}
+			b, err := os.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(to, b, 0o644)
+		})
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return kept, fmt.Errorf("logs of %s: %w", r.Target, err)
+		}
+	}
+	return kept, nil
 }
