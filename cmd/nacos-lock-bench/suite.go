@@ -639,16 +639,20 @@ func isServerLog(name string) bool {
 
 // keepErrorLogs copies the server logs under work/<target> of every target
 // with errors in reps to dst/<target>, keeping their paths below the
-// target's directory, and returns those targets in order. Nothing else of a
-// target's directory is copied: its data can be hundreds of MiB.
+// target's directory, and returns the targets it kept logs of, in order.
+// dst is emptied first, so its logs are always this run's. Nothing else of
+// a target's directory is copied: its data can be hundreds of MiB.
 func keepErrorLogs(work, dst string, reps []load.Report) ([]string, error) {
+	if err := os.RemoveAll(dst); err != nil {
+		return nil, fmt.Errorf("remove the last run's logs: %w", err)
+	}
 	var kept []string
 	for _, r := range reps {
 		if r.Errors == 0 || slices.Contains(kept, r.Target) {
 			continue
 		}
-		kept = append(kept, r.Target)
 		src := filepath.Join(work, r.Target)
+		copied := 0
 		err := filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !isServerLog(d.Name()) {
 				return err
@@ -665,10 +669,14 @@ func keepErrorLogs(work, dst string, reps []load.Report) ([]string, error) {
 			if err != nil {
 				return err
 			}
+			copied++
 			return os.WriteFile(to, b, 0o644)
 		})
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return kept, fmt.Errorf("logs of %s: %w", r.Target, err)
+		}
+		if copied > 0 {
+			kept = append(kept, r.Target)
 		}
 	}
 	return kept, nil
