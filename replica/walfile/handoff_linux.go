@@ -2,7 +2,7 @@ package walfile
 
 import (
 	"syscall"
-	_ "unsafe" // go:linkname
+	"unsafe" // go:linkname, and pwriteHandingOff's buffer
 )
 
 // The runtime's own syscall entry and exit, as syscall.Syscall uses them,
@@ -28,4 +28,16 @@ func fdatasyncHandingOff(fd uintptr) syscall.Errno {
 	_, _, errno := syscall.RawSyscall6(syscall.SYS_FDATASYNC, fd, 0, 0, 0, 0, 0)
 	exitsyscall()
 	return errno
+}
+
+// pwriteHandingOff is pwrite with the P handed off for its duration (a
+// direct, synchronous write waits for the device as fdatasync does).
+//
+//go:nosplit
+//go:norace
+func pwriteHandingOff(fd uintptr, b unsafe.Pointer, n uintptr, off int64) (int, syscall.Errno) {
+	entersyscallblock()
+	r, _, errno := syscall.RawSyscall6(syscall.SYS_PWRITE64, fd, uintptr(b), n, uintptr(off), 0, 0)
+	exitsyscall()
+	return int(r), errno
 }

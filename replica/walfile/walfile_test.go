@@ -70,30 +70,109 @@ func TestLogIsPaddedAheadOfItsWriter(t *testing.T) {
 	}
 }
 
+// bothWays runs test on a file system that writes the logs directly
+// where it can, and on one that writes them through the page cache.
+func bothWays(t *testing.T, test func(t *testing.T, fs FS)) {
+	t.Run("direct", func(t *testing.T) { test(t, FS{FS: vfs.Default}) })
+	t.Run("buffered", func(t *testing.T) { test(t, FS{FS: vfs.Default, buffered: true}) })
+}
+
 // TestReusedLogKeepsItsLength: a recycled log is written from its start
-// and its old length counts as padding until the writer passes it.
+// and its old length counts as padding until the writer passes it. A
+// direct write covers whole blocks: the rest of the writer's last block
+// is zeros, an end of log to pebble as the old records are.
 func TestReusedLogKeepsItsLength(t *testing.T) {
-	dir := t.TempDir()
-	old := filepath.Join(dir, "000001.log")
-	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 3*Chunk), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := FS{FS: vfs.Default}.ReuseForWrite(old, filepath.Join(dir, "000002.log"))
+	bothWays(t, func(t *testing.T, fs FS) {
+		dir := t.TempDir()
+		old := filepath.Join(dir, "000001.log")
+		if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 3*Chunk), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := fs.ReuseForWrite(old, filepath.Join(dir, "000002.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		overwritten := 5
+		if f.(*paddedFile).direct != nil {
+			overwritten = block
+		}
+		if _, err := f.Write([]byte("entry")); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(filepath.Join(dir, "000002.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != 3*Chunk || string(got[:5]) != "entry" || !bytes.Equal(got[5:overwritten], make([]byte, overwritten-5)) || got[overwritten] != 7 {
+			t.Fatalf("reused log: %d bytes starting %q: want its old 3 chunks, overwritten from the start up to %d only", len(got), got[:6], overwritten)
+		}
+	})
+}
+
+// TestDirectSyncIsOnTheDisk: where the file system allows direct I/O (it
+// does on ext4 and xfs, not on tmpfs), a log's data stays with the writer
+// until Sync, which writes it in whole blocks; what Sync returned is in the
+// file without Close, and so is what the writer wrote after going back to
+// the page cache (leaveDirect, as after a refused direct write).
+func TestDirectSyncIsOnTheDisk(t *testing.T) {
+	name := filepath.Join(t.TempDir(), "000001.log")
+	f, err := FS{FS: vfs.Default}.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.Write([]byte("entry")); err != nil {
+	p := f.(*paddedFile)
+	if p.direct == nil {
+		t.Logf("%s refuses O_DIRECT: the log is written through the page cache", filepath.Dir(name))
+	}
+	read := func(n int) []byte {
+		t.Helper()
+		got, err := os.ReadFile(name)
+		if err != nil || len(got) < n {
+			t.Fatalf("read the log: %d bytes, %v", len(got), err)
+		}
+		return got[:n]
+	}
+	var want []byte
+	for i := range 3000 {
+		rec := bytes.Repeat([]byte{byte(i%250 + 1)}, 1+i%700)
+		if _, err := p.Write(rec); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, rec...)
+		if p.direct != nil && p.tailOff+int64(p.tailLen) != int64(len(want)) {
+			t.Fatalf("after %d bytes the tail ends at %d", len(want), p.tailOff+int64(p.tailLen))
+		}
+		if i%7 == 0 {
+			if err := p.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(read(len(want)), want) {
+				t.Fatalf("after a sync at %d bytes the file differs from what was written", len(want))
+			}
+			if p.direct != nil && (p.dirty || p.tailLen >= block || p.tailOff%block != 0) {
+				t.Fatalf("after a sync the tail holds %d bytes from %d (dirty %v): want less than a block, from a block boundary", p.tailLen, p.tailOff, p.dirty)
+			}
+		}
+		if i == 2000 && p.direct != nil {
+			if err := p.leaveDirect(); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(read(len(want)), want) {
+				t.Fatal("leaving direct writes lost what was written")
+			}
+		}
+	}
+	if err := p.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
+	if !bytes.Equal(read(len(want)), want) {
+		t.Fatal("the file differs from what was written")
 	}
-	got, err := os.ReadFile(filepath.Join(dir, "000002.log"))
-	if err != nil {
+	if err := p.Close(); err != nil {
 		t.Fatal(err)
-	}
-	if len(got) != 3*Chunk || string(got[:5]) != "entry" || got[5] != 7 {
-		t.Fatalf("reused log: %d bytes starting %q: want its old 3 chunks, overwritten from the start only", len(got), got[:6])
 	}
 }
 
@@ -118,9 +197,11 @@ func TestOtherFilesAreLeftAlone(t *testing.T) {
 // its directory taken while it is still open (what a crash leaves behind):
 // every synced write is there, and the zeros after the last one end the
 // replay instead of failing it.
-func TestPebbleReplaysPaddedLogs(t *testing.T) {
+func TestPebbleReplaysPaddedLogs(t *testing.T) { bothWays(t, pebbleReplaysPaddedLogs) }
+
+func pebbleReplaysPaddedLogs(t *testing.T, fs FS) {
 	dir := t.TempDir()
-	db, err := pebble.Open(dir, &pebble.Options{FS: FS{FS: vfs.Default}, MemTableSize: 256 << 10})
+	db, err := pebble.Open(dir, &pebble.Options{FS: fs, MemTableSize: 256 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +237,7 @@ func TestPebbleReplaysPaddedLogs(t *testing.T) {
 
 	image := t.TempDir()
 	copyDir(t, dir, image)
-	db2, err := pebble.Open(image, &pebble.Options{FS: FS{FS: vfs.Default}})
+	db2, err := pebble.Open(image, &pebble.Options{FS: fs})
 	if err != nil {
 		t.Fatalf("open the crash image: %v", err)
 	}
@@ -202,23 +283,26 @@ func copyDir(t *testing.T, from, to string) {
 // TestFailedPaddingNeverFailsTheLog: while padding fails (a full disk),
 // the log appends unpadded and loses nothing; once padding works again it
 // resumes past what was appended, never over it.
-func TestFailedPaddingNeverFailsTheLog(t *testing.T) {
+func TestFailedPaddingNeverFailsTheLog(t *testing.T) { bothWays(t, failedPaddingNeverFailsTheLog) }
+
+func failedPaddingNeverFailsTheLog(t *testing.T, fs FS) {
 	dir := t.TempDir()
 	name := filepath.Join(dir, "000001.log")
-	f, err := FS{FS: vfs.Default}.Create(name)
+	f, err := fs.Create(name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := f.(*paddedFile)
 	var mu sync.Mutex
 	failing := true
+	writeAt := p.writeAt
 	p.writeAt = func(b []byte, off int64) (int, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
 			return 0, syscall.ENOSPC
 		}
-		return p.f.WriteAt(b, off)
+		return writeAt(b, off)
 	}
 	var want bytes.Buffer
 	rec := make([]byte, 4000)
@@ -234,8 +318,15 @@ func TestFailedPaddingNeverFailsTheLog(t *testing.T) {
 		}
 	}
 	write(2*Chunk + Chunk/2) // appended, padding failing all along
-	if st, _ := os.Stat(name); st.Size() != int64(want.Len()) {
-		t.Fatalf("with padding failing the file is %d bytes, want exactly the %d written", st.Size(), want.Len())
+	if err := p.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	size := int64(want.Len())
+	if p.direct != nil {
+		size = roundUp(size) // direct writes are whole blocks
+	}
+	if st, _ := os.Stat(name); st.Size() != size {
+		t.Fatalf("with padding failing the file is %d bytes, want exactly the %d written (%d with its last block)", st.Size(), want.Len(), size)
 	}
 	mu.Lock()
 	failing = false
