@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,14 @@ func TestSyncFloorMeasuresSyncedWrites(t *testing.T) {
 	}
 	if f.Writes == 0 || f.CPUUsPerWrite <= 0 || f.P50Ms <= 0 || f.P99Ms < f.P50Ms || f.Record != 512 {
 		t.Fatalf("back to back: %+v", f)
+	}
+	// It writes as the server's log does: directly wherever the file
+	// system takes O_DIRECT.
+	if d, err := os.OpenFile(filepath.Join(dir, "probe"), os.O_CREATE|os.O_WRONLY|syscall.O_DIRECT, 0o644); (err == nil) != f.Direct {
+		t.Fatalf("direct writes %v, but O_DIRECT in %s: %v", f.Direct, dir, err)
+	} else if err == nil {
+		d.Close()
+		os.Remove(d.Name())
 	}
 	// Paced: the schedule holds, give or take a loaded machine's timers.
 	f, err = measureSyncFloor(context.Background(), dir, 100, 100, 500*time.Millisecond)
@@ -67,7 +77,8 @@ func TestRatioTableSyncFloor(t *testing.T) {
 	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1}}
 	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin, syncFloor: floor})
 	wantLines(t, got,
-		"nacos-lockd wrote 0.70 Raft entries per pair here, one fdatasync each.",
+		"nacos-lockd wrote 0.70 Raft entries per pair here, one synced write each.",
+		"One synced 512-byte write as the log makes it (page cache + fdatasync, into a file padded ahead)",
 		"cost 50.0 µs of CPU (p50 0.2 ms), so its syncs cost at least 35.0 µs per pair",
 		"grpc-noop's 100 µs plus that is 135 µs, 1.35x grpc-noop's: the floor for a server that syncs as often. nacos-lockd: 130 µs (1.30x).",
 		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair; its log's syncs alone put the floor at 1.35x)",

@@ -41,12 +41,12 @@ func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
 		return ""
 	}
 	own, _ := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
-	return fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one fdatasync each. "+
-		"One synced %d-byte write into a pre-written file, back to back on the servers' CPU with nothing else running (`nacos-lock-bench sync-floor`), "+
+	return fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one synced write each. "+
+		"One synced %d-byte write as the log makes it (%s, into a file padded ahead), back to back on the servers' CPU with nothing else running (`nacos-lock-bench sync-floor`), "+
 		"cost %s µs of CPU (p50 %s ms), so its syncs cost at least %s µs per pair "+
 		"(paced writes cost more each, but a server shares their wake-ups with its requests). "+
 		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a server that syncs as often. nacos-lockd: %s µs (%.2fx).\n",
-		entries, f.Record, fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
+		entries, f.Record, f.how(), fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
 		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop, fmtSig(own), own/noop)
 }
 
