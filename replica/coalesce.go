@@ -37,6 +37,11 @@ const DefaultCoalesceWindow = settings.DefaultCoalesceWindow
 // (W2 c=16 lost a third of its grants with one slot for everything).
 const groupInFlight = 2
 
+// renewWaitMinLeaseMs is the shortest lease whose renew may wait out the
+// window: a watchdog renews a third of the lease ahead, and a short lease
+// must not spend its margin in the queue.
+const renewWaitMinLeaseMs = 1000
+
 // claimWaitMinLeaseMs is the shortest lease whose claim record may wait
 // out the window. The gateway answers a claim only with at least half the
 // lease left, and the record must apply before that half runs out (see
@@ -154,8 +159,8 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wai
 	case cmd.Op == statemachine.OpRenew:
 		quiet := now.Sub(g.lastRenew) > g.window
 		g.lastRenew = now
-		p.mayWait = true
-		if !quiet && g.canWait() && len(g.queue) < statemachine.MaxBatch {
+		p.mayWait = cmd.LeaseMs >= renewWaitMinLeaseMs
+		if !quiet && g.canWait() && len(g.queue) < statemachine.MaxBatch { // canWait: p too
 			// Renews in quick succession: wait out the window for more.
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()

@@ -82,6 +82,41 @@ func TestNodeCoalescesRenews(t *testing.T) {
 	}
 }
 
+// A renew of a lease under renewWaitMinLeaseMs never waits out the
+// window, even in quick succession: its margin is too short to spend in
+// the queue. A renew of a longer lease just after it does wait.
+func TestNodeNeverHoldsAShortLeaseRenew(t *testing.T) {
+	const window = 10 * time.Second // far longer than any commit
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: window}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	now := time.Now().UnixMilli()
+	propose(t, n, acq(N, "short", "o", "c1", now, 600, 0))
+	propose(t, n, acq(N, "long", "o", "c1", now, 60000, 0))
+	for i := range 3 {
+		n.gc.mu.Lock()
+		n.gc.lastRenew = time.Now() // a renew just came: quick succession
+		n.gc.mu.Unlock()
+		start := time.Now()
+		r := propose(t, n, renew(N, "short", "o", "c1", time.Now().UnixMilli(), 600))
+		if !r.Success() {
+			t.Fatalf("short-lease renew %d: %+v", i, r)
+		}
+		if took := time.Since(start); took >= window/2 {
+			t.Fatalf("short-lease renew %d took %s: it waited for the %s window", i, took, window)
+		}
+	}
+	n.gc.mu.Lock()
+	n.gc.lastRenew = time.Now()
+	n.gc.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := n.Propose(ctx, renew(N, "long", "o", "c1", time.Now().UnixMilli(), 60000)); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("a long-lease renew in quick succession was answered before the window (%v): the test cannot tell waiting from not", err)
+	}
+}
+
 // The window is for renews that come in quick succession: a renew more
 // than a window after the previous one is proposed at once instead of
 // waiting it out (a commit takes milliseconds; the window is 500 ms).
