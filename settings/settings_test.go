@@ -105,7 +105,7 @@ func TestBind(t *testing.T) {
 	var b bound
 	FillDefaults(&b)
 	want := bound{Lease: 30 * time.Second, LeaseMs: 1_800_000, Locks: 2_000_000, Waiters: 10_000, Rate: 2000,
-		Keys: 4096, Window: 5 * time.Millisecond}
+		Keys: 4096, Window: 20 * time.Millisecond}
 	if b != want {
 		t.Fatalf("defaults %+v, want %+v", b, want)
 	}
