@@ -304,11 +304,8 @@ func pwrite(f *os.File, b []byte, off int64, handOff bool) (int, syscall.Errno) 
 			n, errno = pwriteHandingOff(fd, unsafe.Pointer(&b[0]), uintptr(len(b)), off)
 			return
 		}
-		var werr error
-		n, werr = syscall.Pwrite(int(fd), b, off)
-		if werr != nil {
-			errno = werr.(syscall.Errno)
-		}
+		r, _, e := syscall.Syscall6(syscall.SYS_PWRITE64, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)), uintptr(off), 0, 0)
+		n, errno = int(r), e
 	}); err != nil {
 		return 0, syscall.EBADF
 	}
