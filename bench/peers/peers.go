@@ -2,6 +2,7 @@ package peers
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -177,8 +178,9 @@ func (p *Proc) WaitHTTP(ctx context.Context, url string) error {
 	}
 }
 
-// FreePort returns a loopback TCP port nobody listens on, with port-1000
-// and port+1000 free too (nacos-lockd's Raft and gRPC ports).
+// FreePort returns a loopback TCP port nobody listens on, with port-1000,
+// port+1000 and port+1001 free too (nacos-lockd's Raft and gRPC ports; a
+// Nacos server's JRaft, SDK and cluster gRPC ports).
 func FreePort() (int, error) {
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -190,19 +192,24 @@ func FreePort() (int, error) {
 		if p < 2000 || p > 64000 {
 			continue
 		}
-		ok := true
-		for _, q := range []int{p - 1000, p + 1000} {
-			if l2, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(q))); err != nil {
-				ok = false
-			} else {
-				l2.Close()
-			}
-		}
-		if ok {
+		if neighboursFree(p) {
 			return p, nil
 		}
 	}
 	return 0, errors.New("no free port triple found")
+}
+
+// neighboursFree reports whether the ports a server on port p also binds
+// (see FreePort) can be bound now.
+func neighboursFree(p int) bool {
+	for _, q := range []int{p - 1000, p + 1000, p + 1001} {
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(q)))
+		if err != nil {
+			return false
+		}
+		l.Close()
+	}
+	return true
 }
 
 // anyFreePort is a loopback port nothing listens on now.
@@ -662,6 +669,9 @@ func Metric(url, name, labels string) (float64, error) {
 	return sum, nil
 }
 
+// ErrPortTaken says a server could not bind one of the ports it was given.
+var ErrPortTaken = errors.New("a port it was given was taken")
+
 // NacosPeer starts a real Nacos 3.1.0 server (interop/nacos-peer, the
 // pig-mesh rebuild from Maven Central; built with Maven on first use) on
 // main port port, standalone and auth off, and returns once its lock module
@@ -686,6 +696,9 @@ func NacosPeer(ctx context.Context, cpus CPUSet, peerDir, dir string, port int, 
 	var last error
 	for {
 		if p.Exited() {
+			if log, _ := os.ReadFile(p.Log); bytes.Contains(log, []byte("Address already in use")) {
+				return nil, fmt.Errorf("Nacos peer exited: %w: %v\n%s", ErrPortTaken, p.err, p.Tail(15))
+			}
 			return nil, fmt.Errorf("Nacos peer exited: %v\n%s", p.err, p.Tail(15))
 		}
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -2,12 +2,29 @@ package peers
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 )
+
+// A port whose Nacos cluster gRPC port (port+1001) is taken is not free:
+// a Nacos peer started on it would fail to bind.
+func TestPortWithItsNacosClusterPortTakenIsNotFree(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	for _, p := range []int{taken - 1001, taken - 1000, taken + 1000} {
+		if neighboursFree(p) {
+			t.Errorf("port %d counted free with %d taken", p, taken)
+		}
+	}
+}
 
 // FreePorts' triples (Raft, main, SDK gRPC) never overlap: three nodes of
 // one cluster on loopback each get their own three ports.

@@ -477,6 +477,17 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 		}
 		fmt.Fprintf(s.stderr, "   starting a real Nacos 3.1.0 (%s; first time: Maven fetches it)\n", s.nacosPeer)
 		p, err := peers.NacosPeer(sctx, s.pin.Server, s.nacosPeer, dir, port, probeLock)
+		// Its four ports were free when chosen, but a JVM takes seconds
+		// to bind them, and any client's outgoing connection may take one
+		// of them meanwhile (the same ephemeral range): try other ports.
+		for try := 1; err != nil && try < 3 && errors.Is(err, peers.ErrPortTaken); try++ {
+			if port, err = peers.FreePort(); err != nil {
+				return err
+			}
+			addr = fmt.Sprintf("127.0.0.1:%d", port)
+			fmt.Fprintf(s.stderr, "   Nacos 3.1.0 found a port taken; again on %d\n", port)
+			p, err = peers.NacosPeer(sctx, s.pin.Server, s.nacosPeer, fmt.Sprintf("%s-%d", dir, try), port, probeLock)
+		}
 		if err != nil {
 			return err
 		}
