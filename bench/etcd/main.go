@@ -101,6 +101,11 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	default:
 		return fmt.Errorf("etcd runs w1 and w2, not %q", *workload)
 	}
+	if rep.Ops == 0 {
+		// No latencies to report (their percentiles would be NaN, which
+		// JSON cannot carry): say what happened instead.
+		return fmt.Errorf("%s %s clients %d: no operation completed in %s (errors %d)", rep.Target, rep.Workload, rep.Clients, *duration, rep.Errors)
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
