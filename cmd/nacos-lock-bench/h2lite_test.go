@@ -46,14 +46,14 @@ func TestH2LiteServesGRPCGoClient(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	l, err := dialNoop(lis.Addr().String())(ctx, 0)
+	l, err := dialNoop(lis.Addr().String(), 30000)(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
 	n := l.(*noopLocker)
 	for i := 0; i < 2000; i++ { // past the 64 KiB windows both ways
-		if err := n.call(ctx); err != nil {
+		if _, err := n.call(ctx, &protocol.HealthCheckRequest{}); err != nil {
 			t.Fatalf("call %d: %v", i, err)
 		}
 	}
@@ -69,7 +69,7 @@ func TestH2LiteServesGRPCGoClient(t *testing.T) {
 	if _, err := n.req.Request(ctx, &pb.Payload{Metadata: &pb.Metadata{Type: "Fail"}}); status.Code(err) != 13 {
 		t.Fatalf("handler error: got %v, want code 13 (Internal)", err)
 	}
-	if err := n.call(ctx); err != nil {
+	if _, err := n.call(ctx, &protocol.HealthCheckRequest{}); err != nil {
 		t.Fatalf("call after an error: %v", err)
 	}
 }
@@ -95,7 +95,7 @@ func TestServeNoopOnH2GRPC(t *testing.T) {
 	defer dcancel()
 	var l interface{ Close() error }
 	for l == nil {
-		if c, err := dialNoop(addr)(dctx, 0); err == nil {
+		if c, err := dialNoop(addr, 30000)(dctx, 0); err == nil {
 			l = c
 		} else if dctx.Err() != nil {
 			t.Fatalf("dial: %v", err)
@@ -104,9 +104,14 @@ func TestServeNoopOnH2GRPC(t *testing.T) {
 		}
 	}
 	n := l.(*noopLocker)
+	// A W1 pair is answered as the lock server answers one: an ACQUIRE
+	// and a RELEASE, each with a granting LockOperationResponse.
 	for i := 0; i < 100; i++ {
-		if err := n.call(dctx); err != nil {
-			t.Fatalf("call %d: %v", i, err)
+		if _, err := n.Acquire(dctx, "k", false); err != nil {
+			t.Fatalf("acquire %d: %v", i, err)
+		}
+		if err := n.Release(dctx, "k"); err != nil {
+			t.Fatalf("release %d: %v", i, err)
 		}
 	}
 	p, err := n.req.Request(dctx, &pb.Payload{Metadata: &pb.Metadata{Type: "HealthCheckRequest"}})

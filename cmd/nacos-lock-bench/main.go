@@ -241,7 +241,7 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 		return []load.Report{rep}, err
 	case "grpc-noop":
 		spec.PIDs = pidsOf(o.pids, o.server)
-		rep, err := w12(ctx, o, spec, dialNoop(o.server))
+		rep, err := w12(ctx, o, spec, dialNoop(o.server, o.lease))
 		return []load.Report{rep}, err
 	case "nacoslock":
 		srv, err := nacosServer(ctx, o)

@@ -144,7 +144,7 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 	if meta.rounds > 1 {
 		fmt.Fprintf(&b, " (median of %d interleaved rounds)", meta.rounds)
 	}
-	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two empty gRPC round trips per pair, raft-noop = two raw dragonboat proposals per pair (no-op state machine)")
+	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two gRPC round trips per pair with the lock client's ACQUIRE and RELEASE, answered at once with a prepared grant, raft-noop = two raw dragonboat proposals per pair (no-op state machine)")
 	if slices.Contains(targets, "h2grpc-noop") {
 		b.WriteString(", h2grpc-noop = the same empty handler on nacos-lockd's own transport (transport/h2grpc), the wire under nacos-lockd")
 	}
