@@ -170,8 +170,8 @@ func (z *zkLocker) Close() error {
 // handler answers at once with a prepared reply. Until December 2026 the
 // floor sent HealthCheckRequests and decoded HealthCheckResponses: its
 // load generator then spent ~17% less CPU per pair than the lock
-// client's, which near the load generator's saturation (W1 c=64) was
-// most of nacos-lockd's pairs/s gap to it.
+// client's, which near the load generator's saturation (W1 c=64) weighed
+// on nacos-lockd's pairs/s ratio to it.
 
 type noopLocker struct {
 	cc    *grpc.ClientConn
