@@ -37,17 +37,14 @@ const DefaultCoalesceWindow = settings.DefaultCoalesceWindow
 // (W2 c=16 lost a third of its grants with one slot for everything).
 const groupInFlight = 2
 
-// renewWaitMinLeaseMs is the shortest lease whose renew may wait out the
-// window: a watchdog renews a third of the lease ahead, and a short lease
-// must not spend its margin in the queue.
-const renewWaitMinLeaseMs = 1000
-
-// claimWaitMinLeaseMs is the shortest lease whose claim record may wait
-// out the window. The gateway answers a claim only with at least half the
-// lease left, and the record must apply before that half runs out (see
-// DESIGN.md, "A claim in no entry of its own"); below a second the record
-// is proposed at once, as any other command.
-const claimWaitMinLeaseMs = 1000
+// waitMinLeaseMs is the shortest lease whose renew or claim record may
+// wait out the window; below it they are proposed at once, as any other
+// command, because a short lease must not spend its margin in the queue.
+// A watchdog renews a third of the lease ahead. The gateway answers a
+// claim only with at least half the lease left, and the record must apply
+// before that half runs out (see DESIGN.md, "A claim in no entry of its
+// own").
+const waitMinLeaseMs = 1000
 
 // syncHandOffMinCommands is the smallest entry whose sync hands the
 // syncing thread's P to other goroutines (walfile.FS.Busy). An entry
@@ -159,14 +156,14 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wai
 	case cmd.Op == statemachine.OpRenew:
 		quiet := now.Sub(g.lastRenew) > g.window
 		g.lastRenew = now
-		p.mayWait = cmd.LeaseMs >= renewWaitMinLeaseMs
+		p.mayWait = cmd.LeaseMs >= waitMinLeaseMs
 		if !quiet && g.canWait() && len(g.queue) < statemachine.MaxBatch { // canWait: p too
 			// Renews in quick succession: wait out the window for more.
 			g.armFlush(g.queue[0].start.Add(g.window))
 			g.mu.Unlock()
 			return p, nil
 		}
-	case cmd.Op == statemachine.OpClaim && g.window > 0 && cmd.LeaseMs >= claimWaitMinLeaseMs,
+	case cmd.Op == statemachine.OpClaim && g.window > 0 && cmd.LeaseMs >= waitMinLeaseMs,
 		cmd.Op == statemachine.OpAcquire && cmd.WaitMs > 0 && g.window > 0 && (handOff || g.claimQueued(cmd)):
 		// A claim's record: its caller already has its answer, and the
 		// next command for the lock (the new holder's release) usually

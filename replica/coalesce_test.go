@@ -82,7 +82,7 @@ func TestNodeCoalescesRenews(t *testing.T) {
 	}
 }
 
-// A renew of a lease under renewWaitMinLeaseMs never waits out the
+// A renew of a lease under waitMinLeaseMs never waits out the
 // window, even in quick succession: its margin is too short to spend in
 // the queue. A renew of a longer lease just after it does wait.
 func TestNodeNeverHoldsAShortLeaseRenew(t *testing.T) {
