@@ -36,9 +36,9 @@
 // 0.93x CPU, W1 at 1500 pairs/s 0.98x CPU. The last, partial block
 // stays in memory and is written again, with what follows it, by the next
 // Sync; the padding is written the same way, in whole blocks, so no part
-// of the file is ever written both through the page cache and around it. A file system that refuses O_DIRECT (tmpfs)
-// gets the page cache and fdatasync, as does a file whose first direct
-// write fails.
+// of the file is ever written both through the page cache and around it.
+// A file system that refuses O_DIRECT (tmpfs) gets the page cache and
+// fdatasync, as does a file whose first direct write fails.
 //
 // A sync blocks its thread for the device's flush (~150-250 µs here) while
 // holding the thread's P: the runtime lends the P to other goroutines only
