@@ -77,6 +77,9 @@ func (s CPUSet) unix() *unix.CPUSet {
 type Pinning struct {
 	Server CPUSet // every server process, from its first instruction
 	Client CPUSet // the bench process and the client processes it starts
+	// Disk is set when Server was chosen as the CPU that services the
+	// interrupts of the servers' data disk.
+	Disk *DiskIRQ
 }
 
 // Pinned reports whether the servers and the load generator have cores of
@@ -88,13 +91,20 @@ func (p Pinning) String() string {
 	if !p.Pinned() {
 		return "unpinned (servers and load generator share every core)"
 	}
-	return fmt.Sprintf("servers pinned to CPU %s, load generator (this process and its client processes) to CPU %s", p.Server, p.Client)
+	why := ""
+	if p.Disk != nil {
+		why = fmt.Sprintf(" (it takes the interrupts of %s, which holds their data)", p.Disk.Device)
+	}
+	return fmt.Sprintf("servers pinned to CPU %s%s, load generator (this process and its client processes) to CPU %s", p.Server, why, p.Client)
 }
 
-// PlanPinning splits the CPUs this process may run on: the first for the
-// servers, the rest for the load generator. With enabled false, or fewer
-// than two CPUs, it returns the unpinned plan.
-func PlanPinning(enabled bool) (Pinning, error) {
+// PlanPinning splits the CPUs this process may run on: one for the
+// servers, the rest for the load generator. The servers get serverCPU if
+// it is 0 or more (it must be allowed), else the CPU that services the
+// interrupts of the disk holding dataDir, where they keep their data (see
+// DiskIRQ), else the first allowed CPU. With enabled false, or fewer than
+// two CPUs, it returns the unpinned plan.
+func PlanPinning(enabled bool, serverCPU int, dataDir string) (Pinning, error) {
 	if !enabled {
 		return Pinning{}, nil
 	}
@@ -111,7 +121,28 @@ func PlanPinning(enabled bool) (Pinning, error) {
 	if len(all) < 2 {
 		return Pinning{}, nil
 	}
-	return Pinning{Server: all[:1], Client: slices.Clone(all[1:])}, nil
+	p := Pinning{Server: CPUSet{all[0]}}
+	switch {
+	case serverCPU >= 0:
+		if !slices.Contains(all, serverCPU) {
+			return Pinning{}, fmt.Errorf("server CPU %d: this process may only run on CPU %s", serverCPU, all)
+		}
+		p.Server = CPUSet{serverCPU}
+	case dataDir != "":
+		d, ok, err := diskIRQCPU("/sys", "/proc/interrupts", dataDir, all)
+		if err != nil {
+			return Pinning{}, fmt.Errorf("the CPU of the data disk's interrupts: %w", err)
+		}
+		if ok {
+			p.Server, p.Disk = CPUSet{d.CPU}, &d
+		}
+	}
+	for _, c := range all {
+		if c != p.Server[0] {
+			p.Client = append(p.Client, c)
+		}
+	}
+	return p, nil
 }
 
 // PinSelf sets the affinity of every thread of this process to cpus (an

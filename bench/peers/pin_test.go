@@ -4,6 +4,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -31,11 +33,11 @@ func TestCPUSetString(t *testing.T) {
 }
 
 func TestPlanPinning(t *testing.T) {
-	p, err := PlanPinning(false)
+	p, err := PlanPinning(false, -1, t.TempDir())
 	if err != nil || p.Pinned() {
 		t.Fatalf("PlanPinning(false) = %+v, %v", p, err)
 	}
-	p, err = PlanPinning(true)
+	p, err = PlanPinning(true, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,8 +47,31 @@ func TestPlanPinning(t *testing.T) {
 		}
 		return
 	}
-	if len(p.Server) != 1 || len(p.Client) < 1 || p.Server[0] >= p.Client[0] {
-		t.Fatalf("plan %+v: want the first allowed CPU for servers, the rest for the generator", p)
+	if len(p.Server) != 1 || len(p.Client) < 1 || p.Server[0] >= p.Client[0] || p.Disk != nil {
+		t.Fatalf("plan %+v: without a data directory, want the first allowed CPU for servers, the rest for the generator", p)
+	}
+	all := append(slices.Clone(p.Server), p.Client...)
+	// A data directory: the servers' CPU is one of the allowed, whichever
+	// takes the disk's interrupts, and the generator has all the others.
+	p, err = PlanPinning(true, -1, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := append(slices.Clone(p.Server), p.Client...)
+	slices.Sort(got)
+	if len(p.Server) != 1 || slices.Contains(p.Client, p.Server[0]) || !slices.Equal(got, all) {
+		t.Fatalf("plan %+v: want one allowed CPU for the servers and the rest (%s) for the generator", p, all)
+	}
+	if p.Disk != nil && (p.Disk.CPU != p.Server[0] || p.Disk.Device == "" || !strings.Contains(p.String(), p.Disk.Device)) {
+		t.Fatalf("plan %+v (%s): the disk's CPU and name disagree with the plan", p, p)
+	}
+	// An explicit CPU wins; one the process may not use is an error.
+	last := all[len(all)-1]
+	if p, err = PlanPinning(true, last, t.TempDir()); err != nil || !slices.Equal(p.Server, CPUSet{last}) || slices.Contains(p.Client, last) || p.Disk != nil {
+		t.Fatalf("PlanPinning(server CPU %d) = %+v, %v", last, p, err)
+	}
+	if _, err = PlanPinning(true, 4096, ""); err == nil {
+		t.Fatal("a server CPU outside the affinity mask was accepted")
 	}
 }
 
@@ -61,7 +86,7 @@ func TestPinHelperProcess(t *testing.T) {
 
 func twoCPUs(t *testing.T) Pinning {
 	t.Helper()
-	p, err := PlanPinning(true)
+	p, err := PlanPinning(true, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

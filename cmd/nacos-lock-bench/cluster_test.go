@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 // taken over the three processes; stopAll stops every node.
 func TestSuiteClusterTarget(t *testing.T) {
 	bin := procs.Binary(t, "nacos-lockd")
-	plan, err := peers.PlanPinning(true)
+	plan, err := peers.PlanPinning(true, -1, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,8 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	w1Clients := fs.String("w1-clients", "1,16,64,256", "W1 client counts")
 	w2Clients := fs.String("w2-clients", "2,16,64", "W2 client counts")
 	rounds := fs.Int("rounds", 1, "repeat every W1/W2 point this many times (targets interleaved); ratios use the median")
-	pin := fs.Bool("pin", true, "with 2 or more CPUs: every server on the first CPU, this process and its client processes on the others (false: all share every core)")
+	pin := fs.Bool("pin", true, "with 2 or more CPUs: every server on one CPU (see --server-cpu), this process and its client processes on the others (false: all share every core)")
+	serverCPU := fs.Int("server-cpu", -1, "the servers' CPU when pinned (-1: the one that takes the interrupts of the disk holding the servers' data, found from /proc/interrupts, else the first)")
 	ratesFlag := fs.String("rates", "1500", "W1 c=64 open-loop points, pairs/s in total, comma-separated (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -67,7 +68,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	plan, err := peers.PlanPinning(*pin)
+	plan, err := peers.PlanPinning(*pin, *serverCPU, os.TempDir())
 	if err != nil {
 		return err
 	}
