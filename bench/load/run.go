@@ -29,7 +29,11 @@ type Report struct {
 	// RatePerSec is the scheduled rate of an open-loop run (Spec.Rate);
 	// 0 for a closed-loop run.
 	RatePerSec float64 `json:"ratePerSecond,omitempty"`
-	Errors     int64   `json:"errors"` // failed calls (transport, timeouts, 500s, unexpected refusals)
+	// Round is which of a suite's interleaved rounds measured this point
+	// (from 1; 0 outside a suite's rounds): the reports of one round were
+	// taken within a minute of each other, so their ratio is the fair one.
+	Round  int   `json:"round,omitempty"`
+	Errors int64 `json:"errors"` // failed calls (transport, timeouts, 500s, unexpected refusals)
 	// Latency of one op (w1: the pair; w2: request to grant). In an
 	// open-loop run it runs from the op's scheduled start, so a client
 	// that fell behind counts its lag.

@@ -109,7 +109,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	var reps []load.Report
 	// runPoint runs one point against every target that can run it.
-	runPoint := func(w string, c int, rate float64, first bool) error {
+	runPoint := func(w string, c int, rate float64, round int, first bool) error {
 		for _, t := range targets {
 			if s.skipped[t] != "" {
 				continue
@@ -131,6 +131,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				fmt.Fprintf(stderr, "-- %s %s c=%d failed: %v\n", t, w, c, err)
 				continue
 			}
+			rep.Round = round + 1
 			reps = append(reps, rep)
 		}
 		return nil
@@ -150,7 +151,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					return err
 				}
 				for _, c := range counts {
-					if err := runPoint(w, c, 0, round == 0 && c == counts[0]); err != nil {
+					if err := runPoint(w, c, 0, round, round == 0 && c == counts[0]); err != nil {
 						return err
 					}
 				}
@@ -158,7 +159,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 					continue
 				}
 				for _, rate := range rates {
-					if err := runPoint(w, 64, rate, false); err != nil {
+					if err := runPoint(w, 64, rate, round, false); err != nil {
 						return err
 					}
 				}

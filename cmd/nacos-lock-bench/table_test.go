@@ -243,3 +243,45 @@ func TestRatioTableWireNote(t *testing.T) {
 		"costs 70.0 µs per pair here, 0.70x grpc-noop's 100; nacos-lockd's 130 µs is that plus 60.0 µs of gateway, Raft and log syncs.",
 	)
 }
+
+// Three interleaved rounds in which the machine slowed down and sped up:
+// the table's ratios are the medians of the rounds' ratios, its figures
+// the medians of the rounds' figures. The ratio of the two medians would
+// set round 3's nacos-lockd against round 1's grpc-noop, figures measured
+// minutes apart: pairs/s 0.60x instead of 0.80x, p50 0.38x instead of
+// 0.75x, CPU 2.50x instead of 1.25x.
+func TestRatiosArePairedByRound(t *testing.T) {
+	rep := func(tg string, round int, ops, p50, cpu float64) load.Report {
+		return load.Report{Target: tg, Workload: "w1", Clients: 64, Round: round, Ops: 1000, OpsPerSec: ops, P50Ms: p50, P99Ms: 2 * p50,
+			ServerCPUPerOp: cpu, ServerRSSMiB: 10, FIFOViolations: -1}
+	}
+	reps := []load.Report{
+		rep("nacos-lockd", 1, 8000, 8, 100), rep("grpc-noop", 1, 10000, 6, 80),
+		rep("nacos-lockd", 2, 4000, 16, 200), rep("grpc-noop", 2, 5000, 12, 160),
+		rep("nacos-lockd", 3, 6000, 20, 300), rep("grpc-noop", 3, 12000, 4, 60),
+	}
+	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1}}
+	got := ratioTable(reps, []string{"nacos-lockd", "grpc-noop"}, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
+	wantLines(t, got,
+		"3 interleaved rounds: each ratio is the median of the rounds' ratios",
+		// Per round 0.80, 0.80, 0.50.
+		"| W1 c=64 | pairs/s | 6000 | 0.80x |",
+		// grpc-noop / ours per round 0.75, 0.75, 0.20.
+		"| W1 c=64 | p50 ms (ratio peer/ours) | 16.0 | 0.75x |",
+		// ours / grpc-noop per round 1.25, 1.25, 5.00.
+		"| W1 c=64 | server CPU µs/op (peer's, ours/peer) | 200 | 80.0 (1.25x) |",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop): MET (1.25x: 200 vs 80.0 µs per pair)",
+		"- W1 c=64 pairs/s >= 0.85x grpc-noop's, pinned: NOT MET (0.80x)",
+	)
+	// A round that one target missed (its point failed) pairs nothing;
+	// the other rounds still do: 0.80 and 0.50, whose upper median is 0.80.
+	got = ratioTable(reps[1:], []string{"nacos-lockd", "grpc-noop"}, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
+	wantLines(t, got, "| W1 c=64 | pairs/s | 6000 | 0.80x |")
+	// Reports without rounds (an older results file) fall back to the
+	// ratio of the medians.
+	for i := range reps {
+		reps[i].Round = 0
+	}
+	got = ratioTable(reps, []string{"nacos-lockd", "grpc-noop"}, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
+	wantLines(t, got, "| W1 c=64 | pairs/s | 6000 | 0.60x |")
+}
