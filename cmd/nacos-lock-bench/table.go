@@ -129,9 +129,15 @@ func pairedRatio(reps []load.Report, a, b, w string, c int, rate float64, f func
 			rs = append(rs, va/vb)
 		}
 	}
-	if len(rs) > 0 {
+	if n := len(rs); n > 0 {
 		slices.Sort(rs)
-		return rs[len(rs)/2], true
+		if n%2 == 0 {
+			// The geometric mean of the middle two, so that a over b
+			// and b over a stay reciprocal (the table gives latency
+			// ratios as peer / ours, the checklist as ours / peer).
+			return math.Sqrt(rs[n/2-1] * rs[n/2]), true
+		}
+		return rs[n/2], true
 	}
 	va, ok1 := pickAt(reps, a, w, c, rate, f)
 	vb, ok2 := pickAt(reps, b, w, c, rate, f)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -274,9 +275,15 @@ func TestRatiosArePairedByRound(t *testing.T) {
 		"- W1 c=64 pairs/s >= 0.85x grpc-noop's, pinned: NOT MET (0.80x)",
 	)
 	// A round that one target missed (its point failed) pairs nothing;
-	// the other rounds still do: 0.80 and 0.50, whose upper median is 0.80.
+	// the other rounds still do: 0.80 and 0.50, an even count, whose
+	// median is the geometric mean of the two, sqrt(0.40) = 0.63; and
+	// the same for p50 either way up: peer / ours 0.75 and 0.20 give
+	// 0.39, ours / peer 1.33 and 5.00 give 2.58 = 1 / 0.39.
 	got = ratioTable(reps[1:], []string{"nacos-lockd", "grpc-noop"}, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
-	wantLines(t, got, "| W1 c=64 | pairs/s | 6000 | 0.80x |")
+	wantLines(t, got, "| W1 c=64 | pairs/s | 6000 | 0.63x |", "| W1 c=64 | p50 ms (ratio peer/ours) | 20.0 | 0.39x |")
+	if r, ok := pairedRatio(reps[1:], "nacos-lockd", "grpc-noop", "w1", 64, 0, mP50); !ok || math.Abs(r-1/0.3873) > 0.01 {
+		t.Errorf("ours / peer p50 over two rounds = %.3f, %v; want %.3f, the reciprocal of peer / ours", r, ok, 1/0.3873)
+	}
 	// Reports without rounds (an older results file) fall back to the
 	// ratio of the medians.
 	for i := range reps {
