@@ -149,20 +149,19 @@ func javaTable(reps []load.Report, skipped map[string]string) string {
 			}
 			return n
 		}
-		ratio := func(num, den float64, okN, okD bool) string {
-			if !okN || !okD || num == 0 || den == 0 {
+		// ratio is num's figure over den's, round by round (pairedRatio).
+		ratio := func(num, den string, f func(load.Report) float64) string {
+			r, ok := pairedRatio(reps, num, den, w, c, 0, f)
+			if !ok {
 				return "n/a"
 			}
-			return fmt.Sprintf("%.2fx", num/den)
+			return fmt.Sprintf("%.2fx", r)
 		}
-		oo, ok1 := get("nacos-lockd-java", ops)
-		on, ok2 := get("nacos-3.1", ops)
-		lo, ok3 := get("nacos-lockd-java", p50)
-		ln, ok4 := get("nacos-3.1", p50)
-		qo, ok5 := get("nacos-lockd-java", p99)
-		qn, ok6 := get("nacos-3.1", p99)
-		co, ok7 := get("nacos-lockd-java", cpu)
-		cn, ok8 := get("nacos-3.1", cpu)
+		const ours, theirs = "nacos-lockd-java", "nacos-3.1"
+		oo, ok1 := get(ours, ops)
+		on, ok2 := get(theirs, ops)
+		lo, ok3 := get(ours, p50)
+		ln, ok4 := get(theirs, p50)
 		fig := func(v float64, ok bool) string {
 			if !ok {
 				return "n/a"
@@ -170,7 +169,7 @@ func javaTable(reps []load.Report, skipped map[string]string) string {
 			return fmtSig(v)
 		}
 		fmt.Fprintf(&b, "| %s c=%d | %s | %s | %s | %s | %s | %s | %s | %s | %d, %d |\n", strings.ToUpper(w), c, fig(oo, ok1), fig(on, ok2),
-			ratio(oo, on, ok1, ok2), fig(lo, ok3), fig(ln, ok4), ratio(ln, lo, ok4, ok3), ratio(qn, qo, ok6, ok5), ratio(cn, co, ok8, ok7),
+			ratio(ours, theirs, ops), fig(lo, ok3), fig(ln, ok4), ratio(theirs, ours, p50), ratio(theirs, ours, p99), ratio(theirs, ours, cpu),
 			errs("nacos-lockd-java"), errs("nacos-3.1"))
 	}
 	if why := skipped["nacos-3.1"]; why != "" {

@@ -545,14 +545,13 @@ func pkgTable(reps []load.Report, skipped map[string]string) string {
 				b.WriteString("| point | nacoslock ops/s | ops/s | p50 | p99 | server CPU µs/op |\n|---|---|---|---|---|---|\n")
 			}
 			ratio := func(f func(load.Report) float64) string {
-				x, okx := get(ours, f)
-				y, oky := get(peer, f)
-				if !okx || !oky || y == 0 {
+				r, ok := pairedRatio(reps, ours, peer, w, c, 0, f)
+				if !ok {
 					return "n/a"
 				}
-				return fmt.Sprintf("%.2fx", x/y)
+				return fmt.Sprintf("%.2fx", r)
 			}
-			fmt.Fprintf(&b, "| %s c=%d | %s | %.2fx | %s | %s | %s |\n", strings.ToUpper(w), c, fmtSig(o), o/e, ratio(mP50), ratio(mP99), ratio(mCPU))
+			fmt.Fprintf(&b, "| %s c=%d | %s | %s | %s | %s | %s |\n", strings.ToUpper(w), c, fmtSig(o), ratio(mOps), ratio(mP50), ratio(mP99), ratio(mCPU))
 		}
 	}
 	return b.String()

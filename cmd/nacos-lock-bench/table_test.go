@@ -292,3 +292,20 @@ func TestRatiosArePairedByRound(t *testing.T) {
 	got = ratioTable(reps, []string{"nacos-lockd", "grpc-noop"}, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
 	wantLines(t, got, "| W1 c=64 | pairs/s | 6000 | 0.60x |")
 }
+
+// The Java and Go-package tables divide round by round too.
+func TestJavaAndPackageTablesPairRounds(t *testing.T) {
+	rep := func(tg string, round int, ops float64) load.Report {
+		return load.Report{Target: tg, Workload: "w1", Clients: 16, Round: round, Ops: 1000, OpsPerSec: ops, P50Ms: 1000 / ops, P99Ms: 2000 / ops,
+			ServerCPUPerOp: 10, ServerRSSMiB: 10, FIFOViolations: -1}
+	}
+	// Per round 0.8, 0.8, 0.5; the ratio of the medians would be 0.6
+	// (and the package table's p50, ours / etcd's, 1.67x for 1.25x).
+	var reps []load.Report
+	for _, pair := range [][2]string{{"nacos-lockd-java", "nacos-3.1"}, {"nacoslock", "etcd-mutex"}} {
+		reps = append(reps, rep(pair[0], 1, 8000), rep(pair[1], 1, 10000), rep(pair[0], 2, 4000), rep(pair[1], 2, 5000),
+			rep(pair[0], 3, 6000), rep(pair[1], 3, 12000))
+	}
+	wantLines(t, javaTable(reps, map[string]string{}), "| W1 c=16 | 6000 | 10000 | 0.80x | 0.167 | 0.1 | 0.80x |")
+	wantLines(t, pkgTable(reps, map[string]string{}), "| W1 c=16 | 6000 | 0.80x | 1.25x | 1.25x | 1.00x |")
+}
