@@ -36,7 +36,7 @@ func runAB(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	aArgs := fs.String("a-args", "", "extra nacos-lockd flags for A only, space-separated (after --server-args)")
 	bArgs := fs.String("b-args", "", "extra nacos-lockd flags for B only, space-separated (after --server-args)")
 	pin := fs.Bool("pin", true, "with 2 or more CPUs: both servers on one CPU (see --server-cpu), this process on the others (false: all share every core)")
-	serverCPU := fs.Int("server-cpu", -1, "the servers' CPU when pinned (-1: the one that takes the interrupts of the disk holding the servers' data, found from /proc/interrupts, else the first)")
+	serverCPU := fs.Int("server-cpu", -1, serverCPUUsage)
 	rate := fs.Float64("rate", 0, "w1: open loop at this many pairs/s in total (0: closed loop)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

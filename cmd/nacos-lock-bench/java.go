@@ -170,7 +170,7 @@ func javaTable(reps []load.Report, skipped map[string]string) string {
 		}
 		fmt.Fprintf(&b, "| %s c=%d | %s | %s | %s | %s | %s | %s | %s | %s | %d, %d |\n", strings.ToUpper(w), c, fig(oo, ok1), fig(on, ok2),
 			ratio(ours, theirs, ops), fig(lo, ok3), fig(ln, ok4), ratio(theirs, ours, p50), ratio(theirs, ours, p99), ratio(theirs, ours, cpu),
-			errs("nacos-lockd-java"), errs("nacos-3.1"))
+			errs(ours), errs(theirs))
 	}
 	if why := skipped["nacos-3.1"]; why != "" {
 		fmt.Fprintf(&b, "\nNacos 3.1.0 skipped: %s\n", why)

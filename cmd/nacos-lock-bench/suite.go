@@ -27,6 +27,10 @@ import (
 // loopback, runs each workload point against every target back to back
 // (so the ratios of one point are measured within a minute of each
 // other), and prints a table of ratios nacos-lockd / peer.
+// serverCPUUsage is the --server-cpu flag's help, for suite and ab: both
+// plan their pinning with peers.PlanPinning.
+const serverCPUUsage = "the servers' CPU when pinned (-1: the one that takes the interrupts of the disk holding the servers' data, found from /proc/interrupts, else the first)"
+
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,7 +50,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	w2Clients := fs.String("w2-clients", "2,16,64", "W2 client counts")
 	rounds := fs.Int("rounds", 1, "repeat every W1/W2 point this many times (targets interleaved); ratios use the median")
 	pin := fs.Bool("pin", true, "with 2 or more CPUs: every server on one CPU (see --server-cpu), this process and its client processes on the others (false: all share every core)")
-	serverCPU := fs.Int("server-cpu", -1, "the servers' CPU when pinned (-1: the one that takes the interrupts of the disk holding the servers' data, found from /proc/interrupts, else the first)")
+	serverCPU := fs.Int("server-cpu", -1, serverCPUUsage)
 	ratesFlag := fs.String("rates", "1500", "W1 c=64 open-loop points, pairs/s in total, comma-separated (\"\": none)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

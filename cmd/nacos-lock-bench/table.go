@@ -232,7 +232,11 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 				fmt.Fprintf(&b, "| %s c=%d | %s | %s |", strings.ToUpper(w), c, metric, fmtSig(own))
 				for _, p := range peersOf {
 					v, ok := pick(reps, p, w, c, f)
-					ours, _ := pairedRatio(reps, "nacos-lockd", p, w, c, 0, f)
+					// Ratios round by round; the figures are medians.
+					ratio := func(a, b string) float64 {
+						r, _ := pairedRatio(reps, a, b, w, c, 0, f)
+						return r
+					}
 					switch {
 					case skipped[p] != "":
 						b.WriteString(" skipped |")
@@ -241,14 +245,13 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 					case mode == figureAndRatio && own == 0:
 						fmt.Fprintf(&b, " %s |", fmtSig(v))
 					case mode == figureAndRatio:
-						fmt.Fprintf(&b, " %s (%.2fx) |", fmtSig(v), ours)
+						fmt.Fprintf(&b, " %s (%.2fx) |", fmtSig(v), ratio("nacos-lockd", p))
 					case own == 0:
 						b.WriteString(" n/a |")
 					case mode == peerOverOurs:
-						theirs, _ := pairedRatio(reps, p, "nacos-lockd", w, c, 0, f)
-						fmt.Fprintf(&b, " %.2fx |", theirs)
+						fmt.Fprintf(&b, " %.2fx |", ratio(p, "nacos-lockd"))
 					default:
-						fmt.Fprintf(&b, " %.2fx |", ours)
+						fmt.Fprintf(&b, " %.2fx |", ratio("nacos-lockd", p))
 					}
 				}
 				b.WriteString("\n")
