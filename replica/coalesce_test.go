@@ -324,6 +324,11 @@ func TestGroupedEntriesApplyIdenticallyOnEveryReplica(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	for i, n := range nodes {
+		if n.soleVoter() {
+			t.Fatalf("replica %d of three counts itself the sole voter: its claims would skip ReadIndex", i+1)
+		}
+	}
 	var before uint64
 	if s, err := nodes[0].Stats(); err == nil {
 		before = s.Applied
@@ -504,5 +509,62 @@ func TestLogBusyFollowsEntrySize(t *testing.T) {
 	propose(t, n, renew(N, "k0", "o", "c1", time.Now().UnixMilli(), 90000))
 	if fs.Busy() {
 		t.Fatal("after a lone command the log's sync would still hand its P off")
+	}
+}
+
+// TestLogBusyWhenAnEntryHandsOff: an entry whose RELEASE hands the lock to
+// a waiter hands the sync's P off even alone (its waiter's claim arrives
+// during the sync), and a release that frees the lock for nobody does not.
+func TestLogBusyWhenAnEntryHandsOff(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	fs := vfs.Default.(walfile.FS)
+	now := time.Now().UnixMilli()
+	propose(t, n, acq(N, "k", "a", "c1", now, 60000, 0))
+	if got := propose(t, n, acq(N, "k", "b", "c2", now, 60000, 60000)); got != queued(0) {
+		t.Fatalf("b's blocking acquire: %+v, want queued", got)
+	}
+	if fs.Busy() {
+		t.Fatal("a lone acquire and the log's sync would hand its P off")
+	}
+	propose(t, n, rel(N, "k", "a", now))
+	if !fs.Busy() {
+		t.Fatal("a release that hands the lock to b and the log's sync would keep its P while b's claim arrives")
+	}
+	propose(t, n, acq(N, "free", "a", "c1", now, 60000, 0))
+	propose(t, n, rel(N, "free", "a", now))
+	if fs.Busy() {
+		t.Fatal("a release with nobody waiting and the log's sync would still hand its P off")
+	}
+}
+
+// TestSoleVoterReadsLocally: a single node that leads its shard answers
+// linearizable reads from its own replica, with the state every answered
+// command left, and stops doing so once a second member is added.
+func TestSoleVoterReadsLocally(t *testing.T) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+	n, db := env.start(t)
+	defer db.Close()
+	defer n.Close()
+	if !n.soleVoter() {
+		t.Fatal("a single-node shard's leader does not count itself the sole voter")
+	}
+	now := time.Now().UnixMilli()
+	res := propose(t, n, acq(N, "k", "a", "c1", now, 60000, 0))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := n.LockLinearizable(ctx, N, "k")
+	if err != nil || l.Owner != "a" || l.Token != res.Token {
+		t.Fatalf("read after the acquire: %+v, %v; want owner a, token %d", l, err, res.Token)
+	}
+	// The new member never starts: the change commits on this replica's
+	// vote alone and applies here, which is all soleVoter reads.
+	if err := n.AddReplica(ctx, 2, freeAddr(t)); err != nil {
+		t.Fatal(err)
+	}
+	if n.soleVoter() {
+		t.Fatal("after a second member was added the node still counts itself the sole voter")
 	}
 }
