@@ -541,7 +541,9 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 // use. A sole voter that leads reads its own replica instead (soleVoter).
 func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
 	if n.soleVoter() {
-		return n.Lock(kind, key)
+		if l, err := n.Lock(kind, key); err == nil {
+			return l, nil
+		}
 	}
 	var v any
 	err := retryRead(ctx, func(actx context.Context) (err error) {
