@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"nacos-lockd/gateway/admin/adminapi"
 )
 
 // The nemesis injects faults from a seeded random schedule: every step it
@@ -560,7 +562,9 @@ func (n *nemesis) addRemove(occ *occupancy) (*fault, error) {
 	}
 	occ.members, occ.nodes[spare] = true, true
 	ev := n.event("membership-add-remove", "node %d added through node %d, removed at the end", spare, via)
-	if err := n.c.adminCall(via, "POST", "/v1/cluster/members", fmt.Sprintf(`{"address":%q}`, sp.address())); err != nil {
+	// With the level this build reads, as nacos-lockctl sends it: a
+	// request without one counts as an older build's and is refused.
+	if err := n.c.adminCall(via, "POST", "/v1/cluster/members", fmt.Sprintf(`{"address":%q,"level":%d}`, sp.address(), adminapi.BuildLevel)); err != nil {
 		return nil, err
 	}
 	n.c.mu.Lock()
