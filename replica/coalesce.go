@@ -84,21 +84,6 @@ func logBusy() bool {
 	return lastEntryCommands.Load() >= syncHandOffMinCommands || lastEntryHandsOff.Load()
 }
 
-// handsOff reports whether batch releases a lock that the local replica
-// would hand to a waiter (a hint, as NextGrant is).
-func (n *Node) handsOff(batch []*pendingCmd) bool {
-	d := n.sm.Load()
-	if d == nil {
-		return false
-	}
-	for _, p := range batch {
-		if p.cmd.Op == statemachine.OpRelease && d.nextGrant(p.cmd.Kind, p.cmd.Key, p.cmd.Owner).Found {
-			return true
-		}
-	}
-	return false
-}
-
 // groupCommit is the node's one way into Raft when batching is on (see
 // batch.go for the entry format). Commands are proposed in the order they
 // arrive (an entry that dragonboat drops is proposed again, after entries
@@ -132,6 +117,10 @@ type pendingCmd struct {
 	// mayWait: nobody hurries for it, so it may wait out the window for
 	// company (see enqueue).
 	mayWait bool
+	// grants: a RELEASE that the local replica, when it was queued, would
+	// hand to a waiter (NextGrant's hint), read before the queue's lock is
+	// taken, as enqueue's hand-off hint for acquires is.
+	grants bool
 }
 
 type outcome struct {
@@ -173,6 +162,7 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wai
 	}
 	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1), ordered: !wait}
 	handOff := cmd.Op == statemachine.OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.n != nil && g.n.inHandOff(cmd)
+	p.grants = cmd.Op == statemachine.OpRelease && g.n != nil && g.n.NextGrant(cmd.Kind, cmd.Key, cmd.Owner).Found
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -432,7 +422,7 @@ func carries(batch []*pendingCmd, cmd statemachine.Command) bool {
 func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*dragonboat.RequestState, error) {
 	g.n.m.coalescedEntry(len(batch))
 	lastEntryCommands.Store(int32(len(batch)))
-	lastEntryHandsOff.Store(g.n.handsOff(batch))
+	lastEntryHandsOff.Store(slices.ContainsFunc(batch, func(p *pendingCmd) bool { return p.grants }))
 	return g.n.nh.Propose(g.n.session, entryFor(batch), timeout)
 }
 
