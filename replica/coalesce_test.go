@@ -540,9 +540,11 @@ func TestLogBusyWhenAnEntryHandsOff(t *testing.T) {
 	}
 }
 
-// TestSoleVoterReadsLocally: a single node that leads its shard answers
-// linearizable reads from its own replica, with the state every answered
-// command left, and stops doing so once a second member is added.
+// TestSoleVoterReadsLocally: a single node that leads its shard counts
+// itself the sole voter (so LockLinearizable reads its own replica, and
+// the read shows what the answered acquire left), and stops counting
+// itself so once a second member is added. The 3-node test above checks
+// that no replica of a cluster does.
 func TestSoleVoterReadsLocally(t *testing.T) {
 	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
 	n, db := env.start(t)

@@ -23,14 +23,14 @@ import (
 	"nacos-lockd/interop/procs"
 )
 
-// runSuite is `make bench`: it starts nacos-lockd and every peer on
-// loopback, runs each workload point against every target back to back
-// (so the ratios of one point are measured within a minute of each
-// other), and prints a table of ratios nacos-lockd / peer.
 // serverCPUUsage is the --server-cpu flag's help, for suite and ab: both
 // plan their pinning with peers.PlanPinning.
 const serverCPUUsage = "the servers' CPU when pinned (-1: the one that takes the interrupts of the disk holding the servers' data, found from /proc/interrupts, else the first)"
 
+// runSuite is `make bench`: it starts nacos-lockd and every peer on
+// loopback, runs each workload point against every target back to back
+// (so the ratios of one point are measured within a minute of each
+// other), and prints a table of ratios nacos-lockd / peer.
 func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nacos-lock-bench suite", flag.ContinueOnError)
 	fs.SetOutput(stderr)
