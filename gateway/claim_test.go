@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,6 +31,15 @@ func startNodeServer(t *testing.T, window time.Duration) (string, *Server, *repl
 // startNodeServerOn is startNodeServer with the gateway serving wrap(node)
 // (nil: the node itself).
 func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node) {
+	t.Helper()
+	addr, srv, node, _ := serveNode(t, window, wrap)
+	return addr, srv, node
+}
+
+// serveNode is startNodeServerOn that also returns stop, which ends Serve
+// (the gateway's graceful shutdown) and returns its error, the node still
+// open. Cleanup calls it too.
+func serveNode(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node, func() error) {
 	t.Helper()
 	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0", Transport: testTransport()}, zerolog.Nop())
 	if err != nil {
@@ -73,15 +83,23 @@ func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.No
 		table = wrap(node)
 	}
 	go func() { done <- srv.Serve(sctx, lis, table) }()
+	var once sync.Once
+	var serveErr error
+	stopServe := func() error {
+		once.Do(func() {
+			stop()
+			serveErr = <-done
+		})
+		return serveErr
+	}
 	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
+		if err := stopServe(); err != nil {
 			t.Errorf("serve: %v", err)
 		}
 		node.Close()
 		db.Close()
 	})
-	return lis.Addr().String(), srv, node
+	return lis.Addr().String(), srv, node, stopServe
 }
 
 // handOff queues waiter behind holder on key, releases, and waits for the
@@ -141,6 +159,49 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 		if r := lockCall(t, waiter, protocol.OpRelease, gen2("job", "REENTRANT", "w:7", 0, -1)); !r.Result || r.LockResult.ReentrantCount != want {
 			t.Fatalf("release to %d: %+v", want, r.LockResult)
 		}
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
+		t.Fatalf("failed records: %v", got)
+	}
+}
+
+// A claim answered from a read just before a graceful shutdown is recorded
+// before the clients are told to move: its record waits out the coalesce
+// window for company, and would otherwise fail when the Raft node closes,
+// taking the lock from a client that was told it holds it.
+func TestShutdownRecordsClaimsAnsweredFromARead(t *testing.T) {
+	addr, srv, node, stop := serveNode(t, time.Second, nil) // the longest window
+	ts := &testServer{addr: addr}
+	holder, waiter := dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
+		t.Fatalf("claim: %+v", r.LockResult)
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 1 {
+		t.Fatalf("claims answered from a read: %v, want 1", got)
+	}
+	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || !l.Unclaimed {
+		t.Fatalf("the claim's record is no longer waiting for company, so this test cannot tell: %+v %v", l, err)
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- stop() }()
+	for _, c := range []*client.Client{holder, waiter} {
+		ctx, cancel := client.Timeout(10 * time.Second)
+		_, err := client.WaitPush[*protocol.ConnectResetRequest](ctx, c)
+		cancel()
+		if err != nil {
+			t.Fatalf("no ConnectResetRequest: %v", err)
+		}
+		_ = c.Close() // moved elsewhere
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	l, err := node.Lock(statemachine.KindReentrant, "job")
+	if err != nil || l.Owner != "w:7" || l.Unclaimed {
+		t.Fatalf("after the shutdown: %+v %v, want the grant claimed by w:7", l, err)
 	}
 	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
 		t.Fatalf("failed records: %v", got)

@@ -220,6 +220,12 @@ func (s *Server) shutdown(gs rpcServer) {
 		cancel()
 	}
 	conns := s.reg.all()
+	// A claim answered from a read may still wait for its record (it waits
+	// out the coalesce window for company): record it before the client
+	// moves, or it fails when the Raft node closes, and the client, which
+	// was told it holds the lock, loses it. Recorded after the move, it
+	// would bind the lock back to this connection.
+	s.awaitRecords(conns, deadline)
 	s.log.Info().Int("connections", len(conns)).Msg("shutting down: resetting clients")
 	var wg sync.WaitGroup
 	for _, c := range conns {
@@ -248,9 +254,35 @@ func (s *Server) shutdown(gs rpcServer) {
 		gs.Stop()
 		<-stopped
 	}
+	// Claims answered after the first wait, up to the streams' end.
+	s.awaitRecords(conns, deadline)
 	s.bg.Wait()
 	s.ctl.Wait()
 	s.log.Info().Msg("gateway stopped")
+}
+
+// awaitRecords waits until the CLAIM of every claim answered from a read
+// on conns has been committed or has failed, or until deadline.
+func (s *Server) awaitRecords(conns []*conn, deadline time.Time) {
+	t := time.NewTimer(max(time.Until(deadline), 0))
+	defer t.Stop()
+	for _, c := range conns {
+		rec := c.pendingRecord()
+		if rec == nil {
+			continue
+		}
+		select {
+		case <-rec:
+			continue
+		default:
+		}
+		select {
+		case <-rec:
+		case <-t.C:
+			s.log.Warn().Msg("shutdown deadline passed with claims not yet recorded")
+			return
+		}
+	}
 }
 
 // awaitMoves waits until the reset clients have closed their connections
