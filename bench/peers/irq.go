@@ -19,8 +19,8 @@ import (
 // runs on nothing and the load generator's core an interrupt and a wake-up
 // sent across.
 type DiskIRQ struct {
-	Device string // the block device, as sysfs names it ("vda", "nvme0n1p2")
-	CPU    int    // the allowed CPU with the most of its interrupts
+	Device string `json:"device"` // the block device, as sysfs names it ("vda", "nvme0n1p2")
+	CPU    int    `json:"cpu"`    // the allowed CPU with the most of its interrupts
 }
 
 // diskIRQCPU finds the allowed CPU that has taken the most interrupts of

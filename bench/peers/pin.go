@@ -75,11 +75,11 @@ func (s CPUSet) unix() *unix.CPUSet {
 // Pinning says where the servers under test and the load generator run.
 // Both empty: unpinned, everything shares every core.
 type Pinning struct {
-	Server CPUSet // every server process, from its first instruction
-	Client CPUSet // the bench process and the client processes it starts
+	Server CPUSet `json:"server"` // every server process, from its first instruction
+	Client CPUSet `json:"client"` // the bench process and the client processes it starts
 	// Disk is set when Server was chosen as the CPU that services the
 	// interrupts of the servers' data disk.
-	Disk *DiskIRQ
+	Disk *DiskIRQ `json:"disk,omitempty"`
 }
 
 // Pinned reports whether the servers and the load generator have cores of

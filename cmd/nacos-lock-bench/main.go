@@ -71,6 +71,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return serveNoop(ctx, args[1:], stderr)
 		case "sync-floor":
 			return runSyncFloor(ctx, args[1:], stdout, stderr)
+		case "table":
+			return runTable(args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)

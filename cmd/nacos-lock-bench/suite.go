@@ -221,21 +221,18 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	s.stopAll()
 
-	machine := machineLine()
-	table := ratioTable(reps, targets, s.skipped, tableMeta{machine: machine, rounds: *rounds, pin: plan, syncFloor: floor})
+	res := suiteResults{Machine: machineLine(), Pinning: plan.String(), Pin: &plan, Rounds: *rounds,
+		Targets: targets, Skipped: s.skipped, Reports: reps, SyncFloor: floor}
+	table, err := res.table()
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(stdout)
 	fmt.Fprint(stdout, table)
 	if err := os.WriteFile(filepath.Join(*out, "table.md"), []byte(table), 0o644); err != nil {
 		return err
 	}
-	b, _ := json.MarshalIndent(struct {
-		Machine string            `json:"machine"`
-		Pinning string            `json:"pinning"`
-		Skipped map[string]string `json:"skipped"`
-		Reports []load.Report     `json:"reports"`
-		// SyncFloor: one synced log write, back to back (syncfloor.go).
-		SyncFloor *syncFloor `json:"syncFloor,omitempty"`
-	}{machine, plan.String(), s.skipped, reps, floor}, "", "  ")
+	b, _ := json.MarshalIndent(res, "", "  ")
 	if err := os.WriteFile(filepath.Join(*out, "results.json"), b, 0o644); err != nil {
 		return err
 	}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"nacos-lockd/bench/peers"
+)
+
+// A results.json as the suite writes it renders the table the suite
+// printed, with everything the table reads besides the reports: the
+// pinning (the pinned notes and checklist), the rounds, the targets' order
+// and the skipped targets.
+func TestTableRendersAgainFromResults(t *testing.T) {
+	reps, targets := syntheticRun()
+	for i := range reps {
+		reps[i].Round = 1 + i%2 // two rounds, so the rounds note shows
+	}
+	skipped := map[string]string{"redis-fsync-always": "no redis"}
+	targets = append(targets, "redis-fsync-always")
+	pin := peers.Pinning{Server: peers.CPUSet{1}, Client: peers.CPUSet{0}, Disk: &peers.DiskIRQ{Device: "vda", CPU: 1}}
+	want := ratioTable(reps, targets, skipped, tableMeta{machine: "test box", rounds: 2, pin: pin})
+	b, err := json.Marshal(suiteResults{Machine: "test box", Pinning: pin.String(), Pin: &pin, Rounds: 2, Targets: targets,
+		Skipped: skipped, Reports: reps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "results.json")
+	if err := os.WriteFile(file, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "table.md")
+	var stdout bytes.Buffer
+	if err := runTable([]string{"--results", file, "--out", out}, &stdout, &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	if stdout.String() != want {
+		t.Fatalf("rendered again:\n%s\nwant:\n%s", stdout.String(), want)
+	}
+	if got, err := os.ReadFile(out); err != nil || string(got) != want {
+		t.Fatalf("--out file: %v\n%s", err, got)
+	}
+	for _, line := range []string{"Pinning: servers pinned to CPU 1 (it takes the interrupts of vda", "2 interleaved rounds", "redis-fsync-always", "no redis"} {
+		if !strings.Contains(want, line) {
+			t.Errorf("the table lacks %q, so this test does not check it", line)
+		}
+	}
+}
+
+// Files written before the pinning, rounds and targets were stored read
+// them back from the pinning line and the reports.
+func TestTableFromOlderResults(t *testing.T) {
+	for _, p := range []peers.Pinning{
+		{},
+		{Server: peers.CPUSet{0}, Client: peers.CPUSet{1, 2, 3}},
+		{Server: peers.CPUSet{1}, Client: peers.CPUSet{0}, Disk: &peers.DiskIRQ{Device: "nvme0n1p2", CPU: 1}},
+	} {
+		got, err := pinningFromLine(p.String())
+		if err != nil {
+			t.Fatalf("%q: %v", p.String(), err)
+		}
+		if got.String() != p.String() || got.Pinned() != p.Pinned() || !reflect.DeepEqual(got.Disk, p.Disk) {
+			t.Fatalf("read back %+v from %q, want %+v", got, p.String(), p)
+		}
+	}
+	if _, err := pinningFromLine("pinned somehow"); err == nil {
+		t.Fatal("a pinning line this bench never writes was read")
+	}
+
+	reps, targets := syntheticRun()
+	for i := range reps {
+		reps[i].Round = 1 + i%3
+	}
+	pin := peers.Pinning{Server: peers.CPUSet{1}, Client: peers.CPUSet{0}}
+	want := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
+	got, err := suiteResults{Machine: "test box", Pinning: pin.String(), Skipped: map[string]string{}, Reports: reps}.table()
+	if err != nil || got != want {
+		t.Fatalf("older results: %v\n%s\nwant:\n%s", err, got, want)
+	}
+}
+
+func TestTableRefusesWhatIsNotAResultsFile(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.json")
+	if err := os.WriteFile(empty, []byte(`{"machine": "m", "reports": []}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{empty, filepath.Join(dir, "missing.json")} {
+		if err := runTable([]string{"--results", file}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
+			t.Errorf("%s: rendered", file)
+		}
+	}
+}
