@@ -51,7 +51,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	rounds := fs.Int("rounds", 1, "repeat every W1/W2 point this many times (targets interleaved); ratios use the median")
 	pin := fs.Bool("pin", true, "with 2 or more CPUs: every server on one CPU (see --server-cpu), this process and its client processes on the others (false: all share every core)")
 	serverCPU := fs.Int("server-cpu", -1, serverCPUUsage)
-	ratesFlag := fs.String("rates", "1500", "W1 c=64 open-loop points, pairs/s in total, comma-separated (\"\": none)")
+	ratesFlag := fs.String("rates", "1500,500", "W1 c=64 open-loop points, pairs/s in total, comma-separated (\"\": none); W5's bar is grpc-noop's at the one nearest W5's round trips (500 pairs/s: 1000 round trips/s, W5's 1000 renews/s)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

@@ -91,7 +91,7 @@ func TestRatioTablePinned(t *testing.T) {
 		"- W2 FIFO violations 0: MET (0 of 500)",
 		"- W3 1M held locks in < 1 GiB RSS: MET (900 MiB)",
 		"- W3 restart to ready < 5 s with 1M locks: NOT MET (6.00 s)",
-		"- W5 server CPU per renew <= 1.3x grpc-noop's per round trip: MET (60.0 µs per renew against 1.3 x 50.0 = 65.0 µs; grpc-noop 100 µs per pair / 2, W1 c=64 at 1500 pairs/s)",
+		"- W5 server CPU per renew <= 1.3x grpc-noop's per round trip: MET (60.0 µs per renew against 1.3 x 50.0 = 65.0 µs; grpc-noop 100 µs per pair / 2, W1 c=64 at 1500 pairs/s (3000 round trips/s; W5 renewed 1000 times a second))",
 	)
 	if strings.Contains(got, "issue 9") {
 		t.Errorf("the issue 9 checklist is still there:\n%s", got)
@@ -308,4 +308,30 @@ func TestJavaAndPackageTablesPairRounds(t *testing.T) {
 	}
 	wantLines(t, javaTable(reps, map[string]string{}), "| W1 c=16 | 6000 | 10000 | 0.80x | 0.167 | 0.1 | 0.80x |")
 	wantLines(t, pkgTable(reps, map[string]string{}), "| W1 c=16 | 6000 | 0.80x | 1.25x | 1.25x | 1.00x |")
+}
+
+// W5's bar is grpc-noop's CPU per round trip at the fixed rate whose round
+// trips per second come nearest W5's renews (the issue: "for the same RPC
+// rate"), not at whichever rate comes first.
+func TestW5BarIsGrpcNoopAtTheSameRate(t *testing.T) {
+	reps, targets := syntheticRun()
+	reps = append(reps,
+		load.Report{Target: "nacos-lockd", Workload: "w1", Clients: 64, RatePerSec: 500, Ops: 1000, OpsPerSec: 500, P50Ms: 1, P99Ms: 2,
+			ServerCPUPerOp: 300, FIFOViolations: -1},
+		load.Report{Target: "grpc-noop", Workload: "w1", Clients: 64, RatePerSec: 500, Ops: 1000, OpsPerSec: 500, P50Ms: 1, P99Ms: 2,
+			ServerCPUPerOp: 140, FIFOViolations: -1})
+	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1}}
+	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})
+	wantLines(t, got,
+		"- W5 server CPU per renew <= 1.3x grpc-noop's per round trip: MET (60.0 µs per renew against 1.3 x 70.0 = 91.0 µs; grpc-noop 140 µs per pair / 2, W1 c=64 at 500 pairs/s (1000 round trips/s; W5 renewed 1000 times a second))",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 500 pairs/s: NOT MET",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x")
+	for _, c := range []struct{ want, got float64 }{{500, 500}, {300, 500}, {800, 500}, {1200, 1500}, {5000, 1500}} {
+		if r := nearestRate([]float64{500, 1500}, c.want); r != c.got {
+			t.Errorf("nearest to %v: %v, want %v", c.want, r, c.got)
+		}
+	}
+	if r := nearestRate(nil, 500); r != 0 {
+		t.Errorf("no rates: %v", r)
+	}
 }
