@@ -111,6 +111,18 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			s.skip(t, err)
 		}
 	}
+	// Quiet: below 15% busy for 3 s in a row, waiting at most 2 minutes.
+	waited, quiet, err := awaitQuiet(ctx, readProcStat, plan.Server, 0.15, 3, time.Second, 2*time.Minute)
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case err != nil:
+		fmt.Fprintf(stderr, "-- servers' CPU load not read (%v): measuring at once\n", err)
+	case quiet:
+		fmt.Fprintf(stderr, "== servers' CPU quiet %s after the last server started\n", waited.Round(time.Second))
+	default:
+		fmt.Fprintf(stderr, "-- servers' CPU still busy %s after the last server started: measuring anyway\n", waited.Round(time.Second))
+	}
 	var reps []load.Report
 	// runPoint runs one point against every target that can run it.
 	runPoint := func(w string, c int, rate float64, round int, first bool) error {

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"nacos-lockd/bench/peers"
+)
+
+func procStat(cpu1Busy, cpu1Idle uint64) string {
+	return fmt.Sprintf(`cpu  %d 0 0 %d 0 0 0 0 0 0
+cpu0 100 0 0 900 0 0 0 0 0 0
+cpu1 %d 0 0 %d 0 0 0 0 0 0
+intr 1 2 3
+`, 100+cpu1Busy, 900+cpu1Idle, cpu1Busy, cpu1Idle)
+}
+
+func TestCPUTimes(t *testing.T) {
+	// user nice system idle iowait irq softirq steal guest guest_nice
+	stat := "cpu  10 1 5 100 20 1 2 3 7 0\ncpu0 4 0 2 50 10 0 1 1 3 0\ncpu1 6 1 3 50 10 1 1 2 4 0\n"
+	busy, total, err := cpuTimes(stat, peers.CPUSet{1})
+	if err != nil || busy != 14 || total != 74 {
+		t.Fatalf("cpu1: busy %d total %d %v, want 14 of 74 (idle and iowait not busy, guest not counted)", busy, total, err)
+	}
+	busy, total, err = cpuTimes(stat, nil)
+	if err != nil || busy != 22 || total != 142 {
+		t.Fatalf("all: busy %d total %d %v, want 22 of 142", busy, total, err)
+	}
+	if _, _, err := cpuTimes(stat, peers.CPUSet{3}); err == nil {
+		t.Fatal("a CPU /proc/stat does not list was read")
+	}
+}
+
+// awaitQuiet goes on once the CPU has been quiet for need intervals in a
+// row (a busy one starts the count again), and gives up at its limit.
+func TestAwaitQuiet(t *testing.T) {
+	// Per interval on CPU 1: busy 90%, 5%, 50%, then 5% on end.
+	steps := [][2]uint64{{0, 0}, {90, 10}, {95, 105}, {145, 155}, {150, 250}, {155, 345}, {160, 440}, {165, 535}}
+	i := 0
+	read := func() (string, error) {
+		s := steps[min(i, len(steps)-1)]
+		i++
+		return procStat(s[0], s[1]), nil
+	}
+	_, quiet, err := awaitQuiet(context.Background(), read, peers.CPUSet{1}, 0.15, 3, time.Millisecond, time.Minute)
+	if err != nil || !quiet {
+		t.Fatalf("quiet %v %v", quiet, err)
+	}
+	if i != 7 { // the first sample, then busy, quiet, busy, quiet x3
+		t.Fatalf("%d samples read, want 7", i)
+	}
+
+	busy := 0
+	always := func() (string, error) { busy += 100; return procStat(uint64(busy), 0), nil }
+	waited, quiet, err := awaitQuiet(context.Background(), always, peers.CPUSet{1}, 0.15, 3, time.Millisecond, 50*time.Millisecond)
+	if err != nil || quiet || waited < 50*time.Millisecond {
+		t.Fatalf("a CPU busy throughout: quiet %v after %v (%v), want a give-up at the limit", quiet, waited, err)
+	}
+}
