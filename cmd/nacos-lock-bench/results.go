@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
-	"slices"
 
 	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
@@ -21,7 +19,8 @@ import (
 // without measuring again.
 type suiteResults struct {
 	Machine string `json:"machine"`
-	// Pinning is the line the table prints; Pin the same, to compute with.
+	// Pinning is Pin's line, as the table prints it, for a reader of the
+	// file; the table is rendered from Pin.
 	Pinning string            `json:"pinning"`
 	Pin     *peers.Pinning    `json:"pin,omitempty"`
 	Rounds  int               `json:"rounds,omitempty"`
@@ -35,67 +34,10 @@ type suiteResults struct {
 // table renders the results' table, as the suite printed it at the end of
 // the run.
 func (r suiteResults) table() (string, error) {
-	pin := peers.Pinning{}
-	switch {
-	case r.Pin != nil:
-		pin = *r.Pin
-	default:
-		p, err := pinningFromLine(r.Pinning)
-		if err != nil {
-			return "", err
-		}
-		pin = p
+	if r.Pin == nil || r.Rounds == 0 || len(r.Targets) == 0 {
+		return "", errors.New("no pinning, rounds or targets: written by a bench before `table` existed; run the suite again")
 	}
-	rounds := r.Rounds
-	if rounds == 0 { // written before rounds were stored
-		for _, rep := range r.Reports {
-			rounds = max(rounds, rep.Round)
-		}
-	}
-	targets := r.Targets
-	if len(targets) == 0 { // written before targets were stored
-		for _, rep := range r.Reports {
-			if !slices.Contains(targets, rep.Target) {
-				targets = append(targets, rep.Target)
-			}
-		}
-		var skipped []string
-		for t := range r.Skipped {
-			if !slices.Contains(targets, t) {
-				skipped = append(skipped, t)
-			}
-		}
-		slices.Sort(skipped)
-		targets = append(targets, skipped...)
-	}
-	return ratioTable(r.Reports, targets, r.Skipped, tableMeta{machine: r.Machine, rounds: rounds, pin: pin, syncFloor: r.SyncFloor}), nil
-}
-
-// pinLine reads back peers.Pinning's String, for results.json written
-// before the pinning itself was stored.
-var pinLine = regexp.MustCompile(`^servers pinned to CPU (\S+?)(?: \(it takes the interrupts of (\S+), which holds their data\))?, load generator \(this process and its client processes\) to CPU (\S+)$`)
-
-func pinningFromLine(line string) (peers.Pinning, error) {
-	if line == "" || line == (peers.Pinning{}).String() {
-		return peers.Pinning{}, nil
-	}
-	m := pinLine.FindStringSubmatch(line)
-	if m == nil {
-		return peers.Pinning{}, fmt.Errorf("pinning %q: not a line this bench writes", line)
-	}
-	server, err := peers.ParseCPUSet(m[1])
-	if err != nil {
-		return peers.Pinning{}, fmt.Errorf("pinning %q: %w", line, err)
-	}
-	client, err := peers.ParseCPUSet(m[3])
-	if err != nil {
-		return peers.Pinning{}, fmt.Errorf("pinning %q: %w", line, err)
-	}
-	p := peers.Pinning{Server: server, Client: client}
-	if m[2] != "" && len(server) == 1 {
-		p.Disk = &peers.DiskIRQ{Device: m[2], CPU: server[0]}
-	}
-	return p, nil
+	return ratioTable(r.Reports, r.Targets, r.Skipped, tableMeta{machine: r.Machine, rounds: r.Rounds, pin: *r.Pin, syncFloor: r.SyncFloor}), nil
 }
 
 // runTable is `nacos-lock-bench table`: the table of a suite run, rendered

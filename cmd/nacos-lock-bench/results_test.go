@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 
+	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
 )
 
@@ -52,45 +52,23 @@ func TestTableRendersAgainFromResults(t *testing.T) {
 	}
 }
 
-// Files written before the pinning, rounds and targets were stored read
-// them back from the pinning line and the reports.
-func TestTableFromOlderResults(t *testing.T) {
-	for _, p := range []peers.Pinning{
-		{},
-		{Server: peers.CPUSet{0}, Client: peers.CPUSet{1, 2, 3}},
-		{Server: peers.CPUSet{1}, Client: peers.CPUSet{0}, Disk: &peers.DiskIRQ{Device: "nvme0n1p2", CPU: 1}},
-	} {
-		got, err := pinningFromLine(p.String())
-		if err != nil {
-			t.Fatalf("%q: %v", p.String(), err)
-		}
-		if got.String() != p.String() || got.Pinned() != p.Pinned() || !reflect.DeepEqual(got.Disk, p.Disk) {
-			t.Fatalf("read back %+v from %q, want %+v", got, p.String(), p)
-		}
-	}
-	if _, err := pinningFromLine("pinned somehow"); err == nil {
-		t.Fatal("a pinning line this bench never writes was read")
-	}
-
-	reps, targets := syntheticRun()
-	for i := range reps {
-		reps[i].Round = 1 + i%3
-	}
-	pin := peers.Pinning{Server: peers.CPUSet{1}, Client: peers.CPUSet{0}}
-	want := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 3, pin: pin})
-	got, err := suiteResults{Machine: "test box", Pinning: pin.String(), Skipped: map[string]string{}, Reports: reps}.table()
-	if err != nil || got != want {
-		t.Fatalf("older results: %v\n%s\nwant:\n%s", err, got, want)
-	}
-}
-
 func TestTableRefusesWhatIsNotAResultsFile(t *testing.T) {
 	dir := t.TempDir()
 	empty := filepath.Join(dir, "empty.json")
 	if err := os.WriteFile(empty, []byte(`{"machine": "m", "reports": []}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, file := range []string{empty, filepath.Join(dir, "missing.json")} {
+	// Written before the pinning, rounds and targets were stored: the
+	// table cannot be told from the reports alone.
+	older := filepath.Join(dir, "older.json")
+	b, err := json.Marshal(map[string]any{"machine": "m", "pinning": "unpinned", "reports": []load.Report{{Target: "nacos-lockd", Workload: "w1", Clients: 1, Ops: 1}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(older, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{empty, older, filepath.Join(dir, "missing.json")} {
 		if err := runTable([]string{"--results", file}, &bytes.Buffer{}, &bytes.Buffer{}); err == nil {
 			t.Errorf("%s: rendered", file)
 		}
