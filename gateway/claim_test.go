@@ -166,21 +166,24 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 }
 
 // A claim answered from a read just before a graceful shutdown is recorded
-// before the clients are told to move: its record waits out the coalesce
-// window for company, and would otherwise fail when the Raft node closes,
-// taking the lock from a client that was told it holds it.
+// before the clients are told to move, and one answered after the reset
+// (the client claims before it leaves) before shutdown returns: a record
+// waits out the coalesce window for company, and would otherwise fail
+// when the Raft node closes, taking the lock from a client that was told
+// it holds it.
 func TestShutdownRecordsClaimsAnsweredFromARead(t *testing.T) {
 	addr, srv, node, stop := serveNode(t, time.Second, nil) // the longest window
 	ts := &testServer{addr: addr}
 	holder, waiter := dial(t, ts), dial(t, ts)
 	handOff(t, holder, waiter, "job", "w:7")
-	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
-	claim.WaiterRetry = true
-	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
-		t.Fatalf("claim: %+v", r.LockResult)
+	handOff(t, holder, waiter, "later", "w:7")
+	claimOf := func(key string) protocol.LockInstance {
+		c := gen2(key, "REENTRANT", "w:7", -1, 300000)
+		c.WaiterRetry = true
+		return c
 	}
-	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 1 {
-		t.Fatalf("claims answered from a read: %v, want 1", got)
+	if r := lockCall(t, waiter, protocol.OpAcquire, claimOf("job")); !r.Result || r.LockResult.ReentrantCount != 1 {
+		t.Fatalf("claim: %+v", r.LockResult)
 	}
 	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || !l.Unclaimed {
 		t.Fatalf("the claim's record is no longer waiting for company, so this test cannot tell: %+v %v", l, err)
@@ -194,14 +197,27 @@ func TestShutdownRecordsClaimsAnsweredFromARead(t *testing.T) {
 		if err != nil {
 			t.Fatalf("no ConnectResetRequest: %v", err)
 		}
+		if c == waiter {
+			if r := lockCall(t, waiter, protocol.OpAcquire, claimOf("later")); !r.Result || r.LockResult.ReentrantCount != 1 {
+				t.Fatalf("claim after the reset: %+v", r.LockResult)
+			}
+			if l, err := node.Lock(statemachine.KindReentrant, "later"); err != nil || !l.Unclaimed {
+				t.Fatalf("the later claim's record is no longer waiting for company, so this test cannot tell: %+v %v", l, err)
+			}
+		}
 		_ = c.Close() // moved elsewhere
 	}
 	if err := <-stopped; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	l, err := node.Lock(statemachine.KindReentrant, "job")
-	if err != nil || l.Owner != "w:7" || l.Unclaimed {
-		t.Fatalf("after the shutdown: %+v %v, want the grant claimed by w:7", l, err)
+	for _, key := range []string{"job", "later"} {
+		l, err := node.Lock(statemachine.KindReentrant, key)
+		if err != nil || l.Owner != "w:7" || l.Unclaimed {
+			t.Fatalf("%s after the shutdown: %+v %v, want the grant claimed by w:7", key, l, err)
+		}
+	}
+	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 2 {
+		t.Fatalf("claims answered from a read: %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
 		t.Fatalf("failed records: %v", got)
