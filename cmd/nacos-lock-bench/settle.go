@@ -54,14 +54,31 @@ func cpuTimes(stat string, cpus peers.CPUSet) (busy, total uint64, err error) {
 // slower for every target (2026-12-04: nacos-lockd's first W1 c=1 round
 // 2.96 ms p50, its third 0.54).
 func awaitQuiet(ctx context.Context, read func() (string, error), cpus peers.CPUSet, frac float64, need int, interval, limit time.Duration) (time.Duration, bool, error) {
-	start := time.Now()
-	sample := func() (uint64, uint64, error) {
+	return awaitBelow(ctx, func() (float64, float64, error) {
 		s, err := read()
 		if err != nil {
 			return 0, 0, err
 		}
-		return cpuTimes(s, cpus)
-	}
+		busy, total, err := cpuTimes(s, cpus)
+		return float64(busy), float64(total), err
+	}, frac, need, interval, limit)
+}
+
+// awaitIdle waits until processes have used less than frac of a core in
+// need consecutive intervals, or until limit has passed (idle false).
+// cpuSeconds reads their CPU time so far (load.CPUSeconds).
+func awaitIdle(ctx context.Context, cpuSeconds func() float64, frac float64, need int, interval, limit time.Duration) (time.Duration, bool, error) {
+	start := time.Now()
+	return awaitBelow(ctx, func() (float64, float64, error) {
+		return cpuSeconds(), time.Since(start).Seconds(), nil
+	}, frac, need, interval, limit)
+}
+
+// awaitBelow samples a busy and a total count every interval until busy
+// has grown by less than frac of total in need consecutive intervals (a
+// busier one starts the count again), or until limit has passed.
+func awaitBelow(ctx context.Context, sample func() (busy, total float64, err error), frac float64, need int, interval, limit time.Duration) (time.Duration, bool, error) {
+	start := time.Now()
 	b0, t0, err := sample()
 	if err != nil {
 		return 0, false, err
@@ -79,7 +96,7 @@ func awaitQuiet(ctx context.Context, read func() (string, error), cpus peers.CPU
 		if err != nil {
 			return time.Since(start), false, err
 		}
-		if t1 > t0 && float64(b1-b0) < frac*float64(t1-t0) {
+		if t1 > t0 && b1-b0 < frac*(t1-t0) {
 			run++
 		} else {
 			run = 0

@@ -59,3 +59,30 @@ func TestAwaitQuiet(t *testing.T) {
 		t.Fatalf("a CPU busy throughout: quiet %v after %v (%v), want a give-up at the limit", quiet, waited, err)
 	}
 }
+
+// awaitIdle goes on once the processes' CPU time has stopped growing
+// faster than frac of the wall time for need intervals in a row, and
+// gives up at its limit while they stay busy.
+func TestAwaitIdle(t *testing.T) {
+	calls, used := 0, 0.0
+	cpu := func() float64 {
+		calls++
+		if calls <= 4 { // the first sample, then three busy intervals
+			used += 1 // a second of CPU per millisecond interval: busy
+		}
+		return used
+	}
+	_, idle, err := awaitIdle(context.Background(), cpu, 0.2, 3, time.Millisecond, time.Minute)
+	if err != nil || !idle {
+		t.Fatalf("idle %v %v", idle, err)
+	}
+	if calls != 7 { // the first sample, three busy, three idle
+		t.Fatalf("%d samples read, want 7", calls)
+	}
+
+	busy := func() float64 { used += 1; return used }
+	waited, idle, err := awaitIdle(context.Background(), busy, 0.2, 3, time.Millisecond, 50*time.Millisecond)
+	if err != nil || idle || waited < 50*time.Millisecond {
+		t.Fatalf("processes busy throughout: idle %v after %v (%v), want a give-up at the limit", idle, waited, err)
+	}
+}
