@@ -142,11 +142,27 @@ func (g *groupCommit) propose(ctx context.Context, cmd statemachine.Command) (st
 	if err != nil {
 		return statemachine.Result{}, err
 	}
+	return p.wait(ctx)
+}
+
+// wait returns p's outcome, or the ctx's error if that ends first. An
+// outcome that is there when the ctx ends wins, so that a command that
+// committed is never answered as one that did not: enqueue may have
+// waited for p's entry on this goroutine up to the deadline (dragonboat
+// ends an entry's wait on its own ticks), and a process that was stalled
+// (paused, starved of CPU) wakes to a result and a passed deadline at
+// once, where a select between two ready cases picks either.
+func (p *pendingCmd) wait(ctx context.Context) (statemachine.Result, error) {
 	select {
 	case o := <-p.out:
 		return o.res, o.err
 	case <-ctx.Done():
-		return statemachine.Result{}, fmt.Errorf("propose %s: %w: %w", cmd.Op, ErrUnavailable, ctx.Err())
+		select {
+		case o := <-p.out:
+			return o.res, o.err
+		default:
+		}
+		return statemachine.Result{}, fmt.Errorf("propose %s: %w: %w", p.cmd.Op, ErrUnavailable, ctx.Err())
 	}
 }
 

@@ -570,3 +570,22 @@ func TestSoleVoterReadsLocally(t *testing.T) {
 		t.Fatal("after a second member was added the node still counts itself the sole voter")
 	}
 }
+
+// A result that is there when the caller's deadline has passed too is the
+// answer: the command committed, and must not be reported as not.
+func TestResultWinsOverAPassedDeadline(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 200 { // a select between two ready cases picks either
+		p := &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpAcquire}, out: make(chan outcome, 1)}
+		p.out <- outcome{res: statemachine.Result{Code: statemachine.CodeOK, Token: 7}}
+		res, err := p.wait(ctx)
+		if err != nil || res.Token != 7 {
+			t.Fatalf("try %d: %+v %v, want the committed result", i, res, err)
+		}
+	}
+	p := &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpAcquire}, out: make(chan outcome, 1)}
+	if _, err := p.wait(ctx); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("no result and the ctx ended: %v, want unavailable and the ctx's error", err)
+	}
+}
