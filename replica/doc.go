@@ -8,7 +8,9 @@
 // membership, leadership, proposing, reads), group commit (coalesce.go: the
 // one ordered queue that groups commands into entries), Node's admin API
 // reads (admin.go), sealing an installed table into a snapshot (seal.go),
-// the node's metrics and the routing of dragonboat's log (dblog.go).
+// the node's metrics and the routing of dragonboat's log (dblog.go), and
+// the sizing of dragonboat's in-memory log slices for group commit
+// (entryslice.go).
 // Package walfile, installed by Start, keeps the Raft log's write-ahead
 // files padded ahead of their writer so each entry's sync flushes data only.
 //
