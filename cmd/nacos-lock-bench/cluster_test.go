@@ -135,6 +135,23 @@ func TestSuiteClusterTarget(t *testing.T) {
 		before = after
 	}
 
+	// The next point's target pauses the cluster only once it is idle, so
+	// the cleanups of the connections the last point closed have committed
+	// by then: paused in the middle of them, the cluster woke with their
+	// deadlines past and each failed once, saying so in its log.
+	if _, err := s.point(ctx, clusterTarget, "w1", 64, 0); err != nil { // many connections to clean up
+		t.Fatalf("w1 c=64: %v", err)
+	}
+	s.only(ctx, "grpc-noop")    // not started here: only the cluster's pause matters
+	time.Sleep(3 * time.Second) // past a cleanup's 2.5 s deadline
+	s.only(ctx, clusterTarget)
+	time.Sleep(time.Second) // a cleanup that was paused fails and says so
+	for _, p := range nodes {
+		if n := strings.Count(p.Tail(1<<20), "connection cleanup not committed"); n > 0 {
+			t.Errorf("%s: %d cleanups waited out the pause and failed their deadline", p.Name, n)
+		}
+	}
+
 	stopStart := time.Now()
 	s.stopAll()
 	t.Logf("stopAll took %v", time.Since(stopStart).Round(time.Millisecond))
