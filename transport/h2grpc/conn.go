@@ -116,6 +116,8 @@ type conn struct {
 	draining   bool   // GOAWAY sent: no new streams, close when idle
 	readerDone bool
 	idle       chan struct{} // closed when the reader is done and no stream is left
+	reaper     *time.Timer   // ends calls whose deadline passed (reapDue)
+	reapAt     time.Time     // when reaper fires; zero: not set
 
 	activity  atomic.Bool  // a frame arrived since keepalive last looked
 	pingsOut  atomic.Int32 // keepalive pings not yet acknowledged
@@ -317,6 +319,7 @@ func (c *conn) close() {
 			cancel()
 		}
 		close(c.done)
+		c.endLiveCalls()
 		c.nc.Close() // the socket: a TLS connection on it ends with it
 	})
 }
@@ -888,15 +891,13 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	if m := c.s.cfg.MaxCallDuration; m > 0 && !bidi && (limit == 0 || m < limit) {
 		limit = m
 	}
-	var ctx context.Context
-	var cancel context.CancelFunc
+	st := &stream{c: c, id: id, bidi: bidi, md: h.md}
+	st.hctx = callCtx{c.ctx, st}
+	var now time.Time
 	if limit > 0 {
-		ctx, cancel = context.WithTimeout(c.ctx, limit)
-	} else {
-		ctx, cancel = context.WithCancel(c.ctx)
+		now = time.Now()
+		st.life.deadline = now.Add(limit)
 	}
-	st := &stream{c: c, id: id, bidi: bidi, ctx: ctx, cancel: cancel, md: h.md}
-	st.hctx = callCtx{ctx, st}
 	st.recvWin.Store(streamWindow)
 	if bidi {
 		st.qready = make(chan struct{}, 1)
@@ -910,8 +911,14 @@ func (c *conn) onHeaders(h *requestHeaders) error {
 	c.mu.Lock()
 	c.streams[id] = st
 	c.active++
+	c.watchDeadlineLocked(st, now)
 	c.mu.Unlock()
 	c.wmu.Unlock()
+	if c.isClosed() {
+		// The connection's close may have ended its live calls
+		// (endLiveCalls) before this one was among them.
+		st.cancel()
+	}
 
 	if h.endStream {
 		st.halfClosed.Store(true)

@@ -81,7 +81,11 @@
 // (unless it carries more than six such fields). The deadline is the
 // client's grpc-timeout, or Config.MaxCallDuration if that is sooner (the
 // gateway sets it to its lock request timeout, so a lock call needs no
-// timeout context of its own).
+// timeout context of its own). The context is the stream's own
+// (calllife.go), not a context.WithTimeout: the call, its client's
+// RST_STREAM and its connection's close end it, and one timer per
+// connection, set for the earliest deadline among its calls, ends those
+// whose deadline passes.
 //
 // Messages are decoded by hand (payload.go): the one message type, Payload,
 // read as protobuf-go reads proto3 (FuzzPayloadDecode holds the two to the

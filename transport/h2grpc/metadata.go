@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -141,15 +142,20 @@ func contextKeys() (md, ts any) {
 	return md, ts
 }
 
-// callCtx is the context a handler gets: the call's own (deadline,
-// cancellation, peer) answering, on demand, for the incoming metadata
+// callCtx is the context a handler gets: the call's deadline and
+// cancellation (the stream's callLife), its connection's values (the
+// peer), and, on demand, the incoming metadata
 // (metadata.FromIncomingContext) and the grpc.ServerTransportStream
 // (grpc.Method, grpc.SetHeader, ...). It lives in the stream: no
 // allocation.
 type callCtx struct {
-	context.Context
-	st *stream
+	conn context.Context // the connection's: values only
+	st   *stream
 }
+
+func (c *callCtx) Deadline() (time.Time, bool) { return c.st.life.Deadline() }
+func (c *callCtx) Done() <-chan struct{}       { return c.st.life.Done() }
+func (c *callCtx) Err() error                  { return c.st.life.Err() }
 
 func (c *callCtx) Value(key any) any {
 	switch key {
@@ -161,7 +167,7 @@ func (c *callCtx) Value(key any) any {
 	case transportStreamKey:
 		return (*transportStream)(c.st)
 	}
-	return c.Context.Value(key)
+	return c.conn.Value(key)
 }
 
 func (c *callCtx) String() string { return "h2grpc call " + c.st.method() }

@@ -72,8 +72,9 @@ type Config struct {
 	// MaxCallDuration, if set, bounds every unary call: its context ends
 	// this long after its HEADERS arrived, or at the client's grpc-timeout
 	// if that is sooner. A server that bounds its handlers anyway sets it
-	// instead of wrapping the call's context in a timeout of its own: one
-	// context and timer per call, not two. Streams are never bounded.
+	// instead of wrapping the call's context in a timeout of its own: the
+	// call's context is then the stream's, with no timer or context of
+	// its own (calllife.go). Streams are never bounded.
 	MaxCallDuration time.Duration
 	// Workers is how many long-lived goroutines serve calls; calls beyond
 	// them get a goroutine of their own. Default 256.

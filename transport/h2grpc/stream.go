@@ -21,11 +21,10 @@ import (
 // stream is one call. For the bidi method it is also the handler's
 // grpc.BidiStreamingServer.
 type stream struct {
-	c      *conn
-	id     uint32
-	bidi   bool
-	ctx    context.Context
-	cancel context.CancelFunc
+	c    *conn
+	id   uint32
+	bidi bool
+	life callLife // the call's deadline and cancellation
 
 	// Reader-owned until dispatch (unary) or for good (bidi).
 	req         *[]byte // unary: the framed request, pooled
@@ -105,6 +104,9 @@ func (st *stream) run() {
 	_ = st.write(*buf, true, codes.OK, "")
 	putBuf(buf)
 }
+
+// cancel ends the call's context (a no-op once it has ended).
+func (st *stream) cancel() { st.life.end(context.Canceled) }
 
 // markFinishing notes that the handler has returned (see onHeaders).
 func (st *stream) markFinishing() {
@@ -205,7 +207,7 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 			if err := st.writableLocked(); err != nil {
 				return err
 			}
-			if st.ctx.Err() != nil {
+			if st.life.Err() != nil {
 				// The call is over and the message cannot be finished.
 				st.finished, st.reset = true, true
 				_ = c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
@@ -216,7 +218,7 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 				return fmt.Errorf("flush: %w", err)
 			}
 			if stopWake == nil {
-				stopWake = context.AfterFunc(st.ctx, func() {
+				stopWake = context.AfterFunc(&st.hctx, func() {
 					c.wmu.Lock()
 					c.wcond.Broadcast()
 					c.wmu.Unlock()
@@ -353,8 +355,8 @@ func (st *stream) RecvMsg(m any) error {
 		}
 		select {
 		case <-st.qready:
-		case <-st.ctx.Done():
-			if errors.Is(st.ctx.Err(), context.DeadlineExceeded) {
+		case <-st.life.Done():
+			if errors.Is(st.life.Err(), context.DeadlineExceeded) {
 				return status.Error(codes.DeadlineExceeded, "grpc: the call's deadline passed")
 			}
 			return errCanceled

@@ -1,0 +1,78 @@
+package h2grpc
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+
+	"nacos-lockd/protocol/pb"
+)
+
+// TestServerEndsCallsAtTheirDeadlines: the server itself ends a call
+// whose grpc-timeout passes (the raw client never cancels), in deadline
+// order whatever the order the calls came in, and a call still running
+// when its connection closes ends as cancelled.
+func TestServerEndsCallsAtTheirDeadlines(t *testing.T) {
+	type ended struct {
+		body string
+		err  error
+	}
+	endings := make(chan ended, 4)
+	running := make(chan string, 4)
+	s := startServer(t, Config{}, Handlers{Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+		body := string(p.GetBody().GetValue())
+		running <- body
+		<-ctx.Done()
+		endings <- ended{body, ctx.Err()}
+		return nil, ctx.Err()
+	}})
+	r := newRaw(t, s.addr, true)
+	call := func(id uint32, body, timeout string) {
+		t.Helper()
+		if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, EndHeaders: true,
+			BlockFragment: r.block(hpack.HeaderField{Name: "grpc-timeout", Value: timeout})}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.fr.WriteData(id, true, grpcMessage(payload("T", body))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-running:
+		case <-time.After(30 * time.Second): // a guard, not a measurement
+			t.Fatalf("call %s never reached its handler", body)
+		}
+	}
+	// The latest deadline first: the server must bring its timer forward
+	// for each later call with an earlier deadline.
+	call(1, "an hour", "1H")
+	call(3, "900 ms", "900m")
+	call(5, "300 ms", "300m")
+	next := func() ended {
+		t.Helper()
+		select {
+		case e := <-endings:
+			return e
+		case <-time.After(30 * time.Second): // a guard, not a measurement
+			t.Fatal("no call ended")
+			return ended{}
+		}
+	}
+	for _, want := range []string{"300 ms", "900 ms"} {
+		if e := next(); e.body != want || !errors.Is(e.err, context.DeadlineExceeded) {
+			t.Fatalf("ended %q with %v, want %q with the deadline passed", e.body, e.err, want)
+		}
+	}
+	// A call made after the timer has fired is still watched.
+	call(7, "200 ms", "200m")
+	if e := next(); e.body != "200 ms" || !errors.Is(e.err, context.DeadlineExceeded) {
+		t.Fatalf("ended %q with %v, want the later 200 ms call with the deadline passed", e.body, e.err)
+	}
+	r.nc.Close()
+	if e := next(); e.body != "an hour" || !errors.Is(e.err, context.Canceled) {
+		t.Fatalf("ended %q with %v, want the hour-long call cancelled by its connection's close", e.body, e.err)
+	}
+}
