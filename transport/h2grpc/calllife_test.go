@@ -76,3 +76,43 @@ func TestServerEndsCallsAtTheirDeadlines(t *testing.T) {
 		t.Fatalf("ended %q with %v, want the hour-long call cancelled by its connection's close", e.body, e.err)
 	}
 }
+
+// TestDeadlineEndsAWriteWaitingForWindow: an answer that waits for a
+// client to grant window is given up when the call's deadline passes,
+// and the client is told at once (RST_STREAM CANCEL), not with whatever
+// the connection writes next.
+func TestDeadlineEndsAWriteWaitingForWindow(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{}) // echo: the answer is as big as the request
+	r := newRaw(t, s.addr, false)
+	if _, err := r.nc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	// 1 KiB of stream window, never raised: a 4 KiB answer cannot finish.
+	if err := r.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 10}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, EndHeaders: true,
+		BlockFragment: r.block(hpack.HeaderField{Name: "grpc-timeout", Value: "500m"})}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteData(1, true, grpcMessage(payload("T", string(make([]byte, 4<<10))))); err != nil {
+		t.Fatal(err)
+	}
+	var code http2.ErrCode
+	if !r.until(func(f http2.Frame) bool {
+		if rst, ok := f.(*http2.RSTStreamFrame); ok && rst.StreamID == 1 {
+			code = rst.ErrCode
+			return true
+		}
+		if sf, ok := f.(*http2.SettingsFrame); ok && !sf.IsAck() {
+			_ = r.fr.WriteSettingsAck()
+		}
+		return false
+	}) {
+		t.Fatal("the connection ended without the stream's RST_STREAM")
+	}
+	if code != http2.ErrCodeCancel {
+		t.Fatalf("RST_STREAM %v, want CANCEL", code)
+	}
+	waitFor(t, "the writer to stop waiting for window", func() bool { return s.windowWaiters() == 0 })
+}

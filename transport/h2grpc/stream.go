@@ -210,8 +210,12 @@ func (st *stream) write(data []byte, end bool, code codes.Code, msg string) erro
 			if st.life.Err() != nil {
 				// The call is over and the message cannot be finished.
 				st.finished, st.reset = true, true
-				_ = c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)
-				return c.flushLocked(errStreamDone)
+				// flushLocked flushes only after no error: the RST must
+				// go out now, not with whatever is written next.
+				if err := c.flushLocked(c.fr.WriteRSTStream(st.id, http2.ErrCodeCancel)); err != nil {
+					return err
+				}
+				return errStreamDone
 			}
 			// The client must see what is written before it returns window.
 			if err := c.bw.Flush(); err != nil {
