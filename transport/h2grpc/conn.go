@@ -61,9 +61,9 @@ type conn struct {
 	s   *Server
 	nc  net.Conn
 	log zerolog.Logger
-	// ctx holds the call's peer and ends with the connection.
-	ctx    context.Context
-	cancel context.CancelFunc
+	// ctx holds the peer: the values of every call's context (the calls'
+	// ends are their streams', callLife).
+	ctx context.Context
 
 	// Reader-owned.
 	br                  *bufio.Reader
@@ -210,7 +210,7 @@ func (c *conn) handshake() error {
 		c.wmu.Unlock()
 		return net.ErrClosed
 	}
-	c.ctx, c.cancel = context.WithCancel(peer.NewContext(context.Background(), p))
+	c.ctx = peer.NewContext(context.Background(), p)
 	c.br = bufio.NewReaderSize(rw, bufSize)
 	c.bw = bufio.NewWriterSize(rw, bufSize)
 	c.fr = http2.NewFramer(c.bw, c.br)
@@ -312,12 +312,8 @@ func (c *conn) close() {
 	c.closeOnce.Do(func() {
 		c.wmu.Lock()
 		c.wclosed = true
-		cancel := c.cancel
 		c.wcond.Broadcast()
 		c.wmu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
 		close(c.done)
 		c.endLiveCalls()
 		c.nc.Close() // the socket: a TLS connection on it ends with it
