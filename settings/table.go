@@ -32,7 +32,7 @@ const (
 	DefaultCoalesceWindow = 20 * time.Millisecond
 	// DefaultTimerSlack is TimerSlack's default (package
 	// internal/timerslack says why and what it was measured to save).
-	DefaultTimerSlack = 500 * time.Microsecond
+	DefaultTimerSlack = 2 * time.Millisecond
 )
 
 // ElectionTimeoutMs is the election timeout for a RaftElectionTimeout

@@ -40,8 +40,8 @@ func TestParseConfig(t *testing.T) {
 		if cfg.coalesceWindow != replica.DefaultCoalesceWindow {
 			t.Fatalf("coalesce window %s", cfg.coalesceWindow)
 		}
-		if cfg.timerSlack != 500*time.Microsecond {
-			t.Fatalf("timer slack %s, want 500µs", cfg.timerSlack)
+		if cfg.timerSlack != 2*time.Millisecond {
+			t.Fatalf("timer slack %s, want 2ms", cfg.timerSlack)
 		}
 	})
 	t.Run("timer slack from the environment", func(t *testing.T) {

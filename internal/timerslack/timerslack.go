@@ -16,8 +16,17 @@
 // 1.09-1.10x the hand-offs/s), and 0.94x in W1 c=64 closed loop (0.98x
 // the pairs/s: the monitor now takes a processor back from a thread
 // blocked in the log's sync later, so less work overlaps it). 200 µs
-// saved less, 1 ms no more. The price is that every timer of the process
-// may fire up to the slack late: Raft ticks (10 ms), request deadlines,
+// saved less, 1 ms no more. On a later machine type (AMD EPYC, December
+// 2026) 2 ms measured no worse than 500 µs anywhere and better in most
+// (ab, pinned, B/A medians): W2 c=16 1.07x and 1.08x the hand-offs/s at 0.93x and 0.95x
+// CPU per hand-off (8 and 12 rounds), W1 c=64 1.01x and 1.08x the pairs/s
+// at 0.97x and 0.92x CPU, W1 c=1 1.05x and 1.00x at 0.93x and 0.96x, W1 at
+// 1500 pairs/s 1.00x and 0.99x CPU, and three nodes on one core at W1 c=64
+// 1.07x at 0.91x (4 rounds); 1 ms had measured level there. Only the p99 at
+// 1500 pairs/s moved both ways (1.19x, then 0.86x). So the default is 2
+// ms. The price is that every timer of the process may fire up to the
+// slack late: Raft ticks (5 ms in a cluster, 10 ms on a single node: an
+// idle node's wake-ups fell from 346 to 256 a second), request deadlines,
 // the renew window; none of them is that precise.
 //
 // A thread's slack is inherited by the threads it creates and kept across
