@@ -25,9 +25,10 @@
 // 1.07x at 0.91x (4 rounds); 1 ms had measured level there. Only the p99 at
 // 1500 pairs/s moved both ways (1.19x, then 0.86x). So the default is 2
 // ms. The price is that every timer of the process may fire up to the
-// slack late: Raft ticks (5 ms in a cluster, 10 ms on a single node: an
-// idle node's wake-ups fell from 346 to 256 a second), request deadlines,
-// the renew window; none of them is that precise.
+// slack late: Raft ticks (10 ms on a single node, 5 ms in a cluster with
+// the default election timeout; an idle node's wake-ups fell from 346 to
+// 256 a second), request deadlines, the renew window; none of them is
+// that precise.
 //
 // A thread's slack is inherited by the threads it creates and kept across
 // execve, but Go has started its threads before main runs. So Ensure sets
