@@ -76,6 +76,13 @@ func runWith(ctx context.Context, args []string, getenv func(string) string, ove
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts the graceful shutdown; once it has, the
+	// signals go back to their default action, so a second one ends the
+	// process at once. Closing storage waits for its last flush, and a
+	// disk that no longer takes writes (full, or the data directory
+	// removed) turns that into a retry without end: an operator's second
+	// Ctrl-C or SIGTERM must not be swallowed by it.
+	context.AfterFunc(ctx, stop)
 	return serve(ctx, cfg, log, stdout)
 }
 

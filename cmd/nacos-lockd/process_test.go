@@ -122,6 +122,48 @@ func TestSIGTERMExitsCleanly(t *testing.T) {
 	}
 }
 
+// A shutdown that cannot finish gives way to a second signal. With the
+// data directory removed under it, closing storage retries its last flush
+// for ever (badger logs each attempt): the first SIGTERM's shutdown hangs
+// there, and the second must end the process instead of being swallowed.
+func TestSecondSignalEndsAStuckShutdown(t *testing.T) {
+	port, dir := freeMainPort(t), t.TempDir()
+	p := startProcess(t, port, dir)
+	c := connect(t, port)
+	for i := range 20 { // something in storage's memtable to flush at close
+		li := client.Instance(fmt.Sprintf("flushed-%d", i), "NACOS_LOCK", "", client.Ms(600000), nil)
+		call(t, c, protocol.OpAcquire, li)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stuck := time.Now().Add(30 * time.Second)
+	for !p.Logged("error flushing memtable") {
+		select {
+		case <-p.Exited():
+			t.Fatalf("the shutdown was expected to hang on storage's flush, but the process exited: %v", p.ExitErr())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(stuck) {
+			t.Fatal("storage never retried its flush: the test no longer reaches a stuck shutdown")
+		}
+	}
+	if err := p.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-p.Exited():
+		if p.ExitErr() == nil {
+			t.Fatal("exit status 0 after a shutdown that never finished")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a second SIGTERM did not end a shutdown stuck on storage")
+	}
+}
+
 // Every thread of a serving node runs with the timer slack asked for, the
 // default's when none is, and 0 leaves the one it was started with.
 func TestTimerSlackOnEveryThread(t *testing.T) {
