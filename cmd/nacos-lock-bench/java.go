@@ -61,7 +61,7 @@ func probeLock(ctx context.Context, sdkAddr string) error {
 // seconds' share, so CPU per op is an estimate; the throughput and latency
 // are the program's own, over the measured window only.
 func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report, error) {
-	warm := max(s.warmup, 3*time.Second) // the JIT needs a little longer than Go
+	warm := s.pointWarmup(t) // the client's JIT and Nacos's need longer than Go
 	pctx, cancel := context.WithTimeout(ctx, warm+s.duration+3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(pctx, "java", "-Xmx512m", "-XX:+UseSerialGC", "-DJM.LOG.PATH="+filepath.Join(s.work, "java-client-logs"),

@@ -42,6 +42,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workloads := fs.String("workloads", "w1,w2,w3,w4,w5", "workloads")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per point")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up per point")
+	jitWarmup := fs.Duration("jit-warmup", time.Minute, "before the first round, each JVM server (zookeeper, nacos-3.1) runs W1 and W2 at 16 clients for this long each, not measured, so that it is measured compiled (0: none)")
 	lockd := fs.String("lockd", "bin/nacos-lockd", "nacos-lockd binary")
 	etcdModule := fs.String("etcd-module", "bench/etcd", "the bench/etcd module (built on demand)")
 	out := fs.String("out", "bench/results", "directory for results.json, table.md and chart.png")
@@ -62,7 +63,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		// Shorter defaults; flags given explicitly still win.
 		given := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-		for name, v := range map[string]string{"duration": "3s", "warmup": "1s", "w3-locks": "100000", "w1-clients": "1,64", "w2-clients": "16"} {
+		for name, v := range map[string]string{"duration": "3s", "warmup": "1s", "w3-locks": "100000", "w1-clients": "1,64", "w2-clients": "16", "jit-warmup": "20s"} {
 			if !given[name] {
 				_ = fs.Set(name, v)
 			}
@@ -122,6 +123,11 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stderr, "== servers' CPU quiet %s after the last server started\n", waited.Round(time.Second))
 	default:
 		fmt.Fprintf(stderr, "-- servers' CPU still busy %s after the last server started: measuring anyway\n", waited.Round(time.Second))
+	}
+	if *jitWarmup > 0 {
+		if err := s.warmJITs(ctx, jitWarmSteps(targets, wl), *jitWarmup); err != nil {
+			return err
+		}
 	}
 	var reps []load.Report
 	// runPoint runs one point against every target that can run it.
@@ -547,7 +553,7 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 	if isJavaTarget(t) {
 		return s.javaPoint(ctx, t, w, c)
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.warmup+s.duration+2*time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, s.pointWarmup(t)+s.duration+2*time.Minute)
 	defer cancel()
 	if strings.HasPrefix(t, "etcd-") {
 		var out bytes.Buffer
@@ -571,7 +577,7 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 		}
 		return rep, nil
 	}
-	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.warmup, lease: 30000,
+	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.pointWarmup(t), lease: 30000,
 		rate: rate, serverCPUs: s.pin.Server, self: s.self}
 	switch t {
 	case "nacos-lockd", clusterTarget:
