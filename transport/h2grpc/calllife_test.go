@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"testing"
-	"time"
 
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -40,27 +39,14 @@ func TestServerEndsCallsAtTheirDeadlines(t *testing.T) {
 		if err := r.fr.WriteData(id, true, grpcMessage(payload("T", body))); err != nil {
 			t.Fatal(err)
 		}
-		select {
-		case <-running:
-		case <-time.After(30 * time.Second): // a guard, not a measurement
-			t.Fatalf("call %s never reached its handler", body)
-		}
+		receive(t, running, "call "+body+" to reach its handler")
 	}
 	// The latest deadline first: the server must bring its timer forward
 	// for each later call with an earlier deadline.
 	call(1, "an hour", "1H")
 	call(3, "900 ms", "900m")
 	call(5, "300 ms", "300m")
-	next := func() ended {
-		t.Helper()
-		select {
-		case e := <-endings:
-			return e
-		case <-time.After(30 * time.Second): // a guard, not a measurement
-			t.Fatal("no call ended")
-			return ended{}
-		}
-	}
+	next := func() ended { t.Helper(); return receive(t, endings, "a call to end") }
 	for _, want := range []string{"300 ms", "900 ms"} {
 		if e := next(); e.body != want || !errors.Is(e.err, context.DeadlineExceeded) {
 			t.Fatalf("ended %q with %v, want %q with the deadline passed", e.body, e.err, want)

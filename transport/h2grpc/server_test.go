@@ -316,15 +316,7 @@ func TestDeadlineAndCancellation(t *testing.T) {
 	if _, err := client.Request(testCtx(t), payload("T", "warm")); err != nil {
 		t.Fatal(err)
 	}
-	next := func() seen {
-		select {
-		case c := <-calls:
-			return c
-		case <-time.After(30 * time.Second): // a guard, not a measurement
-			t.Fatal("the handler never saw its context end")
-			return seen{}
-		}
-	}
+	next := func() seen { return receive(t, calls, "the handler to see its context end") }
 
 	const timeout = time.Second
 	before := time.Now()
@@ -675,6 +667,20 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("gave up waiting for %s", what)
 		}
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// receive takes the next value from ch; the 30 s is a guard against a
+// hung test, not a measurement.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(30 * time.Second):
+		t.Fatalf("gave up waiting for %s", what)
+		var zero T
+		return zero
 	}
 }
 
