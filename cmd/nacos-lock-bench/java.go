@@ -60,13 +60,13 @@ func probeLock(ctx context.Context, sdkAddr string) error {
 // over the whole JVM run (warm-up included) and divided by the measured
 // seconds' share, so CPU per op is an estimate; the throughput and latency
 // are the program's own, over the measured window only.
-func (s *suite) javaPoint(ctx context.Context, t, w string, c int) (load.Report, error) {
+func (s *suite) javaPoint(ctx context.Context, t, w string, c int, d time.Duration) (load.Report, error) {
 	warm := s.pointWarmup(t) // the client's JIT and Nacos's need longer than Go
-	pctx, cancel := context.WithTimeout(ctx, warm+s.duration+3*time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, warm+d+3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(pctx, "java", "-Xmx512m", "-XX:+UseSerialGC", "-DJM.LOG.PATH="+filepath.Join(s.work, "java-client-logs"),
 		"-cp", s.javaCP, "nacoslockd.interop.support.BenchGen1Main", t, s.addrs[t], w, strconv.Itoa(c),
-		strconv.FormatInt(warm.Milliseconds(), 10), strconv.FormatInt(s.duration.Milliseconds(), 10), "30000")
+		strconv.FormatInt(warm.Milliseconds(), 10), strconv.FormatInt(d.Milliseconds(), 10), "30000")
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	pids := s.pids(t)

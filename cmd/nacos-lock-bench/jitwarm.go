@@ -58,15 +58,12 @@ func jitWarmSteps(targets []string, wl map[string]bool) []jitWarmStep {
 // measure. A step that fails is reported and the suite goes on: the points
 // that follow report their own failures.
 func (s *suite) warmJITs(ctx context.Context, steps []jitWarmStep, d time.Duration) error {
-	saved := s.duration
-	s.duration = d
-	defer func() { s.duration = saved }()
 	for _, st := range steps {
 		if s.skipped[st.target] != "" {
 			continue
 		}
 		fmt.Fprintf(s.stderr, "== warming %s's JIT: %s c=16 for %s, not measured\n", st.target, st.workload, d)
-		if _, err := s.point(ctx, st.target, st.workload, 16, 0); err != nil {
+		if _, err := s.pointFor(ctx, st.target, st.workload, 16, 0, d); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}

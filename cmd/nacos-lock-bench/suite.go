@@ -549,16 +549,21 @@ func (s *suite) start(ctx context.Context, t, etcdModule string) error {
 
 // point runs one workload point against one target (rate > 0: open loop).
 func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (load.Report, error) {
+	return s.pointFor(ctx, t, w, c, rate, s.duration)
+}
+
+// pointFor is point measured for d.
+func (s *suite) pointFor(ctx context.Context, t, w string, c int, rate float64, d time.Duration) (load.Report, error) {
 	s.only(ctx, t)
 	if isJavaTarget(t) {
-		return s.javaPoint(ctx, t, w, c)
+		return s.javaPoint(ctx, t, w, c, d)
 	}
-	pctx, cancel := context.WithTimeout(ctx, s.pointWarmup(t)+s.duration+2*time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, s.pointWarmup(t)+d+2*time.Minute)
 	defer cancel()
 	if strings.HasPrefix(t, "etcd-") {
 		var out bytes.Buffer
 		cmd := exec.CommandContext(pctx, s.etcdBin, "bench", "--target", t, "--server", s.addrs[t], "--workload", w,
-			"--clients", strconv.Itoa(c), "--duration", s.duration.String(), "--warmup", s.warmup.String(), "--json",
+			"--clients", strconv.Itoa(c), "--duration", d.String(), "--warmup", s.pointWarmup(t).String(), "--json",
 			"--pid", strconv.Itoa(s.pids(t)[0]))
 		if rate > 0 {
 			cmd.Args = append(cmd.Args, "--rate", strconv.FormatFloat(rate, 'g', -1, 64))
@@ -577,7 +582,7 @@ func (s *suite) point(ctx context.Context, t, w string, c int, rate float64) (lo
 		}
 		return rep, nil
 	}
-	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: s.duration, warmup: s.pointWarmup(t), lease: 30000,
+	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: d, warmup: s.pointWarmup(t), lease: 30000,
 		rate: rate, serverCPUs: s.pin.Server, self: s.self}
 	switch t {
 	case "nacos-lockd", clusterTarget:
