@@ -1,24 +1,32 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"nacos-lockd/bench/load"
 )
 
 func TestJavaTableRatiosAreOursOverNacos(t *testing.T) {
 	reps := []load.Report{
-		{Target: "nacos-lockd-java", Workload: "w1", Clients: 16, Ops: 100, OpsPerSec: 600, P50Ms: 20, P99Ms: 40, ServerCPUPerOp: 100},
-		{Target: "nacos-3.1", Workload: "w1", Clients: 16, Ops: 100, OpsPerSec: 300, P50Ms: 50, P99Ms: 60, ServerCPUPerOp: 300, Errors: 2},
+		{Target: "nacos-lockd-java", Workload: "w1", Clients: 16, Ops: 100, OpsPerSec: 600, P50Ms: 20, P99Ms: 40, ServerCPUPerOp: 100,
+			Extra: map[string]float64{"clientCpuCores": 0.5}},
+		{Target: "nacos-3.1", Workload: "w1", Clients: 16, Ops: 100, OpsPerSec: 300, P50Ms: 50, P99Ms: 60, ServerCPUPerOp: 300, Errors: 2,
+			Extra: map[string]float64{"clientCpuCores": 0.955}},
 		{Target: "nacos-lockd-java", Workload: "w2", Clients: 2, Ops: 10, OpsPerSec: 100, P50Ms: 5, P99Ms: 9, ServerCPUPerOp: 50},
 		// Points of the main table never leak into this one.
 		{Target: "nacos-lockd", Workload: "w1", Clients: 16, Ops: 100, OpsPerSec: 9999, P50Ms: 1, P99Ms: 2},
 	}
 	got := javaTable(reps, map[string]string{})
 	for _, want := range []string{
-		"| W1 c=16 | 600 | 300 | 2.00x | 20.0 | 50.0 | 2.50x | 1.50x | 3.00x | 0, 2 |",
-		"| W2 c=2 | 100 | n/a | n/a | 5 | n/a | n/a | n/a | n/a | 0, 0 |",
+		"| W1 c=16 | 600 | 300 | 2.00x | 20.0 | 50.0 | 2.50x | 1.50x | 3.00x | 0.50, 0.95 | 0, 2 |",
+		// A report without the client's CPU (an older driver) says so.
+		"| W2 c=2 | 100 | n/a | n/a | 5 | n/a | n/a | n/a | n/a | n/a, n/a | 0, 0 |",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("table lacks %q:\n%s", want, got)
@@ -48,5 +56,73 @@ func TestJavaTargetsRunW1AndW2Only(t *testing.T) {
 		if got, _ := supports(tc.target, tc.workload); got != tc.want {
 			t.Errorf("supports(%s, %s) = %v, want %v", tc.target, tc.workload, got, tc.want)
 		}
+	}
+}
+
+// The driver protocol, against a shell program that answers as
+// BenchGen1Main serve does: a report, a failure, noise on its output, a
+// point it never finishes, and an exit in the middle of a point.
+func TestJavaDriverRunsPointsAndSurvivesTheirFailures(t *testing.T) {
+	prog := `while read what rest; do
+  case "$what" in
+    ok) echo "[main] INFO client log"; echo "BENCH-REPORT {\"ops\":7,\"rest\":\"$rest\"}";;
+    fail) echo "oops" >&2; echo "BENCH-FAILED IllegalArgumentException: bad point";;
+    hang) sleep 30;;
+    die) echo "dying" >&2; exit 3;;
+  esac
+done`
+	start := func() *javaDriver {
+		d, err := startJavaDriver(exec.Command("sh", "-c", prog), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.grace = 200 * time.Millisecond
+		return d
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	d := start()
+	if got, err := d.run(ctx, "ok a b"); err != nil || got != `{"ops":7,"rest":"a b"}` {
+		t.Fatalf("report: %q, %v", got, err)
+	}
+	if _, err := d.run(ctx, "fail"); err == nil || !strings.Contains(err.Error(), "IllegalArgumentException: bad point") {
+		t.Fatalf("failed point: %v", err)
+	}
+	if d.exited() {
+		t.Fatal("a failed point ended the driver")
+	}
+	if got, err := d.run(ctx, "ok again"); err != nil || !strings.Contains(got, `"again"`) {
+		t.Fatalf("the point after a failure: %q, %v", got, err)
+	}
+	if _, err := d.run(ctx, "die"); err == nil || !strings.Contains(err.Error(), "exited") || !strings.Contains(err.Error(), "dying") {
+		t.Fatalf("driver gone mid-point: %v", err)
+	}
+	select {
+	case <-d.done:
+	case <-ctx.Done():
+		t.Fatal("the exited driver was never reaped")
+	}
+	d.stop() // stopping one already gone returns
+
+	d = start()
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	if _, err := d.run(short, "hang"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("stuck point: %v", err)
+	}
+	t0 := time.Now()
+	d.stop() // kills it after its grace
+	if !d.exited() || time.Since(t0) > 5*time.Second {
+		t.Fatalf("stuck driver not stopped: exited %v after %s", d.exited(), time.Since(t0))
+	}
+}
+
+func TestTailBufferKeepsTheEnd(t *testing.T) {
+	b := &tailBuffer{max: 8}
+	fmt.Fprint(b, "0123456789")
+	fmt.Fprint(b, "ab")
+	if got := b.String(); got != "456789ab" {
+		t.Fatalf("tail %q", got)
 	}
 }

@@ -15,6 +15,11 @@ import (
 // than half of the next two.
 func jvmServer(t string) bool { return t == "zookeeper" || t == "nacos-3.1" }
 
+// jitWarmed reports whether target t runs on a JVM, server or load
+// program: the JVM servers, and both Java targets, whose load program is
+// the suite's one Java driver (java.go).
+func jitWarmed(t string) bool { return jvmServer(t) || isJavaTarget(t) }
+
 // jvmPointWarmup is the least warm-up of a point against a JVM server.
 // Paused while the other targets ran, ZooKeeper came back at about half
 // its W2 hand-offs/s and took ~10 s of load to regain them, JIT warm-up
@@ -37,12 +42,13 @@ type jitWarmStep struct {
 }
 
 // jitWarmSteps lists the unmeasured points that warm the JIT of every
-// JVM server among targets, for the W1 and W2 workloads the suite measures
-// (the code paths those points run are the ones to compile).
+// JVM server among targets, and of the Java driver, for the W1 and W2
+// workloads the suite measures (the code paths those points run are the
+// ones to compile).
 func jitWarmSteps(targets []string, wl map[string]bool) []jitWarmStep {
 	var steps []jitWarmStep
 	for _, t := range targets {
-		if !jvmServer(t) {
+		if !jitWarmed(t) {
 			continue
 		}
 		for _, w := range []string{"w1", "w2"} {

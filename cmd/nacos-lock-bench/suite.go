@@ -42,7 +42,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	workloads := fs.String("workloads", "w1,w2,w3,w4,w5", "workloads")
 	duration := fs.Duration("duration", 10*time.Second, "measured time per point")
 	warmup := fs.Duration("warmup", 2*time.Second, "warm-up per point")
-	jitWarmup := fs.Duration("jit-warmup", time.Minute, "before the first round, each JVM server (zookeeper, nacos-3.1) runs W1 and W2 at 16 clients for this long each (after a point's warm-up), not measured, so that it is measured compiled (0: none)")
+	jitWarmup := fs.Duration("jit-warmup", time.Minute, "before the first round, each JVM (the zookeeper and nacos-3.1 servers, and the Java targets' load program) runs W1 and W2 at 16 clients for this long each (after a point's warm-up), not measured, so that it is measured compiled (0: none)")
 	lockd := fs.String("lockd", "bin/nacos-lockd", "nacos-lockd binary")
 	etcdModule := fs.String("etcd-module", "bench/etcd", "the bench/etcd module (built on demand)")
 	out := fs.String("out", "bench/results", "directory for results.json, table.md and chart.png")
@@ -104,6 +104,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s := &suite{stdout: stdout, stderr: stderr, work: work, self: self, lockd: lockdBin, duration: *duration, warmup: *warmup,
 		javaModule: *javaModule, nacosPeer: *nacosPeer, pin: plan}
 	defer s.stopAll()
+	defer s.stopJava()
 
 	fmt.Fprintf(stderr, "== %s\n", plan)
 	fmt.Fprintf(stderr, "== starting servers in %s\n", work)
@@ -281,7 +282,8 @@ type suite struct {
 	etcdBin           string
 	javaModule        string // see java.go
 	nacosPeer         string
-	javaCP            string // built on first use
+	javaCP            string      // built on first use
+	java              *javaDriver // the Java targets' load program, started on first use (java.go)
 	pin               peers.Pinning
 	running           string // the target only left running; settled before it is paused
 }
