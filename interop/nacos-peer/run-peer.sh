@@ -4,6 +4,9 @@
 # (extra key=value pairs are appended to its application.properties)
 # gRPC SDK port = MAIN_PORT+1000, JRaft = MAIN_PORT-1000. Build it first:
 #   mvn -B -f interop/nacos-peer/pom.xml package
+# NACOS_PEER_JIT_OPTS: the JVM's JIT flags; by default C1 only (-XX:TieredStopAtLevel=1), which
+# starts fastest for the differential tests. The benchmark sets it empty: the JVM's full tiered
+# JIT, as Nacos's own start-up script runs it, so Nacos is measured with its code fully compiled.
 set -euo pipefail
 cd "$(dirname "$0")"
 port=${1:-18848}
@@ -40,7 +43,8 @@ nacos.naming.empty-service.auto-clean=false
 PROPS
 shift 2 || true
 for kv in "$@"; do printf '%s\n' "$kv" >> "$home/conf/application.properties"; done
-exec java -Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true \
+# shellcheck disable=SC2086 # the flags are words
+exec java -Xms256m -Xmx512m -XX:+UseSerialGC ${NACOS_PEER_JIT_OPTS--XX:TieredStopAtLevel=1} -Djava.net.preferIPv4Stack=true \
   -cp "target/classes:$(cat target/peer.classpath)" \
   -Dnacos.standalone=true -Dnacos.deployment.type=server \
   -Dnacos.home="$home" -Dnacos.logs.path="$home/logs" -DJM.LOG.PATH="$home/logs" -DJM.SNAPSHOT.PATH="$home" \
