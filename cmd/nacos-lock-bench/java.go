@@ -6,12 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -105,7 +105,7 @@ func (s *suite) javaDriverStarted() (*javaDriver, error) {
 		return s.java, nil
 	}
 	d, err := startJavaDriver(exec.Command("java", "-Xmx1g", "-XX:+UseSerialGC", "-DJM.LOG.PATH="+filepath.Join(s.work, "java-client-logs"),
-		"-cp", s.javaCP, "nacoslockd.interop.support.BenchGen1Main", "serve"), s.pin.Client)
+		"-cp", s.javaCP, "nacoslockd.interop.support.BenchGen1Main", "serve"), s.pin.Client, filepath.Join(s.work, "java-driver.log"))
 	if err != nil {
 		return nil, err
 	}
@@ -127,11 +127,12 @@ type javaDriver struct {
 	in    io.WriteCloser
 	lines chan string   // its BENCH- lines; closed when its output ends
 	done  chan struct{} // closed when it has exited
-	tail  *tailBuffer   // the end of its standard error, for failures
+	log   string        // its standard error (the client's own logging)
 	grace time.Duration // how long stop waits for it to exit by itself
 }
 
-func startJavaDriver(cmd *exec.Cmd, cpus peers.CPUSet) (*javaDriver, error) {
+// startJavaDriver starts cmd on cpus with its standard error to logPath.
+func startJavaDriver(cmd *exec.Cmd, cpus peers.CPUSet, logPath string) (*javaDriver, error) {
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return nil, err
@@ -140,10 +141,15 @@ func startJavaDriver(cmd *exec.Cmd, cpus peers.CPUSet) (*javaDriver, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &javaDriver{cmd: cmd, in: in, lines: make(chan string, 1), done: make(chan struct{}), tail: &tailBuffer{max: 16 << 10}, grace: 10 * time.Second}
-	cmd.Stderr = d.tail
+	lf, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	d := &javaDriver{cmd: cmd, in: in, lines: make(chan string, 1), done: make(chan struct{}), log: logPath, grace: 10 * time.Second}
+	cmd.Stderr = lf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // stop kills what it started too
 	if err := peers.StartCmd(cmd, cpus); err != nil {
+		lf.Close()
 		return nil, fmt.Errorf("start the Java driver: %w", err)
 	}
 	go func() {
@@ -156,6 +162,7 @@ func startJavaDriver(cmd *exec.Cmd, cpus peers.CPUSet) (*javaDriver, error) {
 		}
 		close(d.lines)
 		_ = cmd.Wait() // after the last read of its output, as exec asks
+		lf.Close()
 		close(d.done)
 	}()
 	return d, nil
@@ -165,12 +172,12 @@ func startJavaDriver(cmd *exec.Cmd, cpus peers.CPUSet) (*javaDriver, error) {
 // returns its report's JSON.
 func (d *javaDriver) run(ctx context.Context, point string) (string, error) {
 	if _, err := io.WriteString(d.in, point+"\n"); err != nil {
-		return "", fmt.Errorf("Java driver: %w\n%s", err, peers.LastLines(d.tail.String(), 10))
+		return "", fmt.Errorf("Java driver: %w\n%s", err, d.logTail())
 	}
 	select {
 	case line, ok := <-d.lines:
 		if !ok {
-			return "", fmt.Errorf("Java driver exited during a point\n%s", peers.LastLines(d.tail.String(), 10))
+			return "", fmt.Errorf("Java driver exited during a point\n%s", d.logTail())
 		}
 		if rep, ok := strings.CutPrefix(line, "BENCH-REPORT "); ok {
 			return rep, nil
@@ -216,27 +223,10 @@ func (s *suite) stopJava() {
 	}
 }
 
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if over := len(t.b) - t.max; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.b)
+// logTail is the end of the driver's log, for error messages.
+func (d *javaDriver) logTail() string {
+	b, _ := os.ReadFile(d.log)
+	return peers.LastLines(string(b), 10)
 }
 
 // javaTable is the like-for-like comparison with the Nacos lock module:

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"nacos-lockd/bench/load"
+	"nacos-lockd/internal/syncbuf"
+	"nacos-lockd/interop/procs"
 )
 
 func TestJavaTableRatiosAreOursOverNacos(t *testing.T) {
@@ -72,7 +74,7 @@ func TestJavaDriverRunsPointsAndSurvivesTheirFailures(t *testing.T) {
   esac
 done`
 	start := func() *javaDriver {
-		d, err := startJavaDriver(exec.Command("sh", "-c", prog), nil)
+		d, err := startJavaDriver(exec.Command("sh", "-c", prog), nil, filepath.Join(t.TempDir(), "driver.log"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,11 +120,70 @@ done`
 	}
 }
 
-func TestTailBufferKeepsTheEnd(t *testing.T) {
-	b := &tailBuffer{max: 8}
-	fmt.Fprint(b, "0123456789")
-	fmt.Fprint(b, "ab")
-	if got := b.String(); got != "456789ab" {
-		t.Fatalf("tail %q", got)
+// TestSuiteJavaPointsShareOneWarmDriver: the nacos-lockd-java target's
+// points run in the real BenchGen1Main (the unmodified nacos-client 3.1.0,
+// compiled by Maven) against a real nacos-lockd, both in the one driver
+// JVM, which reports the client's own CPU; a bad point fails alone and the
+// driver serves the next; the suite's end stops it.
+func TestSuiteJavaPointsShareOneWarmDriver(t *testing.T) {
+	for _, tool := range []string{"java", "mvn"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s on PATH (CI installs it): %v", tool, err)
+		}
+	}
+	bin := procs.Binary(t, "nacos-lockd")
+	stderr := &syncbuf.Buffer{}
+	s := &suite{stdout: stderr, stderr: stderr, work: t.TempDir(), lockd: bin,
+		duration: time.Second, warmup: 500 * time.Millisecond, javaModule: "../../interop/java/versions/diff"}
+	defer s.stopAll()
+	defer func() {
+		if t.Failed() {
+			t.Logf("suite output:\n%s", stderr)
+			if s.java != nil {
+				t.Logf("driver log:\n%s", s.java.logTail())
+			}
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	const target = "nacos-lockd-java"
+	if err := s.start(ctx, target, ""); err != nil {
+		t.Fatalf("start %s: %v", target, err)
+	}
+
+	var pid int
+	for _, w := range []string{"w1", "w2"} {
+		rep, err := s.point(ctx, target, w, 2, 0)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		if rep.Ops == 0 || rep.Errors != 0 || rep.Target != target || rep.Workload != w || rep.Clients != 2 {
+			t.Fatalf("%s report: %+v", w, rep)
+		}
+		if cores := rep.Extra["clientCpuCores"]; cores <= 0 || cores > 2.5 {
+			t.Errorf("%s: client CPU %v cores", w, cores)
+		}
+		if _, ok := rep.Extra["clientJitMs"]; !ok {
+			t.Errorf("%s: no client JIT time in %v", w, rep.Extra)
+		}
+		if rep.ServerCPUPerOp <= 0 {
+			t.Errorf("%s: server CPU per op %v", w, rep.ServerCPUPerOp)
+		}
+		if pid == 0 {
+			pid = s.java.cmd.Process.Pid
+		} else if got := s.java.cmd.Process.Pid; got != pid {
+			t.Errorf("%s ran in JVM %d, the first point in %d", w, got, pid)
+		}
+	}
+	if _, err := s.java.run(ctx, "not a point"); err == nil || !strings.Contains(err.Error(), "want 7 arguments") {
+		t.Fatalf("bad point: %v", err)
+	}
+	if rep, err := s.point(ctx, target, "w1", 1, 0); err != nil || rep.Ops == 0 || s.java.cmd.Process.Pid != pid {
+		t.Fatalf("the point after a bad one: %+v, %v", rep, err)
+	}
+	d := s.java
+	s.stopJava()
+	if !d.exited() || s.java != nil {
+		t.Fatalf("driver still running after stopJava")
 	}
 }
