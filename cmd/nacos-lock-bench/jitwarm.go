@@ -28,9 +28,10 @@ func jitWarmed(t string) bool { return jvmServer(t) || isJavaTarget(t) }
 // the Java table compares like with like.
 const jvmPointWarmup = 10 * time.Second
 
-// pointWarmup is the warm-up of a point against target t.
+// pointWarmup is the warm-up of a point against target t: the longer one
+// wherever a JVM is involved, server or load program.
 func (s *suite) pointWarmup(t string) time.Duration {
-	if jvmServer(t) || isJavaTarget(t) {
+	if jitWarmed(t) {
 		return max(s.warmup, jvmPointWarmup)
 	}
 	return s.warmup
