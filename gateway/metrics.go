@@ -22,6 +22,8 @@ var (
 	resultLabels = []string{"granted", "queued", "refused", "released", "not_owner", "not_found", "renewed", "cancelled", "invalid", "denied", "limited", "unavailable", "error"}
 	limitLabels  = []string{"connections", "connections_per_ip", "requests_per_second", "locks", "waiters_per_lock"}
 	pushLabels   = []string{"lock_notification", "lock_notification_ahead", "connect_reset"}
+	// readClaimLabels are the results of a claim answered from a read.
+	readClaimLabels = []string{"answered", "record_failed"}
 	// The SDK port's two methods (callUnary, callStream) and the HTTP/2
 	// error codes the h2 transport closes connections with.
 	callLabels      = [2]string{"request", "requestBiStream"}
@@ -71,6 +73,15 @@ type metrics struct {
 	// first occur, so /metrics lists only the pairs that happened.
 	latencyOf    []prometheus.Observer
 	requestCount [][]atomic.Pointer[prometheus.Counter]
+
+	// The series a hand-off touches on every push, claim and release,
+	// looked up once for the same reason: pushSent and pushFailed by
+	// pushLabels index, readClaimCount by readClaimLabels index.
+	pushSent, pushFailed []prometheus.Counter
+	pushMissed           prometheus.Counter
+	readClaimCount       []prometheus.Counter
+	endedByRelease       prometheus.Counter
+	endedByExpiry        prometheus.Counter
 
 	// Nacos's own series, so existing Nacos dashboards keep working: the
 	// grpcLock*, grpcUnLock* and grpcRenew* counters as {Total, Success}.
@@ -185,13 +196,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.requestCount[i] = make([]atomic.Pointer[prometheus.Counter], len(resultLabels))
 	}
 	for _, t := range pushLabels {
-		m.pushes.WithLabelValues(t, "sent")
-		m.pushes.WithLabelValues(t, "failed")
+		m.pushSent = append(m.pushSent, m.pushes.WithLabelValues(t, "sent"))
+		m.pushFailed = append(m.pushFailed, m.pushes.WithLabelValues(t, "failed"))
 	}
-	m.pushes.WithLabelValues("lock_notification_ahead", "missed")
-	for _, c := range []string{"release", "expiry"} {
-		m.endings.WithLabelValues(c)
+	m.pushMissed = m.pushes.WithLabelValues("lock_notification_ahead", "missed")
+	for _, r := range readClaimLabels {
+		m.readClaimCount = append(m.readClaimCount, m.readClaims.WithLabelValues(r))
 	}
+	m.endedByRelease = m.endings.WithLabelValues("release")
+	m.endedByExpiry = m.endings.WithLabelValues("expiry")
 	for _, r := range []string{"disconnect", "node_down"} {
 		m.cleanups.WithLabelValues(r)
 	}
@@ -302,7 +315,7 @@ func (m *metrics) outcome(cmd statemachine.Command, res statemachine.Result) {
 	case cmd.Op == statemachine.OpCancelWait:
 		delete(m.queued, wk)
 	case cmd.Op == statemachine.OpRelease && res.Success() && res.Count == 0:
-		m.endings.WithLabelValues("release").Inc()
+		m.endedByRelease.Inc()
 		if t, ok := m.held[wk]; ok {
 			m.holdTime.Observe(now.Sub(t).Seconds())
 			delete(m.held, wk)
@@ -345,27 +358,38 @@ func (m *metrics) pushed(typ string, err error) {
 	if m == nil {
 		return
 	}
-	if err != nil {
+	i := labelIndex(pushLabels, typ)
+	switch {
+	case i < 0 && err != nil: // not from the closed set: a bug, but still counted
 		m.pushes.WithLabelValues(typ, "failed").Inc()
-		return
+	case i < 0:
+		m.pushes.WithLabelValues(typ, "sent").Inc()
+	case err != nil:
+		m.pushFailed[i].Inc()
+	default:
+		m.pushSent[i].Inc()
 	}
-	m.pushes.WithLabelValues(typ, "sent").Inc()
 }
 
 // pushAheadMissed counts a push sent ahead of a release whose grant went to
 // someone else, or to nobody.
 func (m *metrics) pushAheadMissed() {
 	if m != nil {
-		m.pushes.WithLabelValues("lock_notification_ahead", "missed").Inc()
+		m.pushMissed.Inc()
 	}
 }
 
 // readClaim counts a claim answered from a read ("answered") and one
 // whose record then failed ("record_failed").
 func (m *metrics) readClaim(result string) {
-	if m != nil {
-		m.readClaims.WithLabelValues(result).Inc()
+	if m == nil {
+		return
 	}
+	if i := labelIndex(readClaimLabels, result); i >= 0 {
+		m.readClaimCount[i].Inc()
+		return
+	}
+	m.readClaims.WithLabelValues(result).Inc()
 }
 
 func (m *metrics) grantPushed(n statemachine.Notification) {
@@ -456,7 +480,7 @@ func (m *metrics) connError(code string) {
 
 func (m *metrics) expired() {
 	if m != nil {
-		m.endings.WithLabelValues("expiry").Inc()
+		m.endedByExpiry.Inc()
 	}
 }
 

@@ -55,6 +55,9 @@ func TestMetricsAfterScriptedOperations(t *testing.T) {
 		{m.pushes.WithLabelValues("lock_notification_ahead", "missed"), 0},
 		{m.connections, 2},
 		{m.endings.WithLabelValues("release"), 1},
+		// The claim is answered from a read, its record rides a later entry.
+		{m.readClaims.WithLabelValues("answered"), 1},
+		{m.readClaims.WithLabelValues("record_failed"), 0},
 	} {
 		if got := testutil.ToFloat64(tc.c); got != tc.want {
 			t.Errorf("%v: got %v, want %v", tc.c, got, tc.want)

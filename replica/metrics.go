@@ -10,7 +10,11 @@ import (
 
 // nodeMetrics are the replica's Prometheus series; nil records nothing.
 type nodeMetrics struct {
-	propose        *prometheus.HistogramVec // op
+	propose *prometheus.HistogramVec // op
+	// proposeOf is propose's series by Op, looked up once: every
+	// command's answer observes one, and hashing the label was a
+	// measurable part of a hand-off's CPU.
+	proposeOf      [opSeries]prometheus.Observer
 	leaderChanges  prometheus.Counter
 	term           prometheus.Gauge
 	isLeader       prometheus.Gauge
@@ -72,15 +76,23 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			stat(func(s statemachine.Stats) float64 { return float64(s.Held) })),
 	)
 	for _, op := range []statemachine.Op{statemachine.OpAcquire, statemachine.OpRelease, statemachine.OpRenew, statemachine.OpCancelWait, statemachine.OpExpire, statemachine.OpCleanupConnection, statemachine.OpForceRelease, statemachine.OpClaim} {
-		m.propose.WithLabelValues(op.String())
+		m.proposeOf[op] = m.propose.WithLabelValues(op.String())
 	}
 	return m
 }
 
+// opSeries bounds the Ops that have a propose series of their own.
+const opSeries = statemachine.OpClaim + 1
+
 func (m *nodeMetrics) proposed(op statemachine.Op, d time.Duration) {
-	if m != nil {
-		m.propose.WithLabelValues(op.String()).Observe(d.Seconds())
+	if m == nil {
+		return
 	}
+	if op < opSeries && m.proposeOf[op] != nil {
+		m.proposeOf[op].Observe(d.Seconds())
+		return
+	}
+	m.propose.WithLabelValues(op.String()).Observe(d.Seconds())
 }
 
 func (m *nodeMetrics) coalescedEntry(commands int) {
