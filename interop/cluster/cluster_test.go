@@ -299,7 +299,7 @@ func TestMembershipChangeAndRollingRestart(t *testing.T) {
 	}
 	// Add a fourth node through a follower's admin API, then start it.
 	follower := (c.leader() + 1) % 3
-	newNode := c.nodes[3]
+	newNode := c.spare(3)
 	if out, err := c.lockctl(follower, "cluster", "add", newNode.address()); err != nil || !strings.Contains(out, "added "+newNode.address()) {
 		t.Fatalf("nacos-lockctl cluster add: %v\n%s", err, out)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,27 @@ func newStoppedCluster(t *testing.T, n, spare int, props map[string]string) *clu
 	}
 	c.writeConf(n)
 	return c
+}
+
+// spare returns spare node i with its ports picked again, free now. Ports
+// picked when the cluster was made may have been taken by the time a spare
+// first starts, a minute or more later: other packages' tests pick from the
+// same range meanwhile (a spare's SDK port was, once, in CI). Call it
+// before anything learns the spare's address.
+func (c *cluster) spare(i int) *node {
+	c.t.Helper()
+	nd := c.nodes[i]
+	if nd.Running() || nd.LogPath != "" {
+		c.t.Fatalf("node %d is not a spare: it has been started", i)
+	}
+	for {
+		p := procs.FreePorts(c.t, 1)[0]
+		// A stopped member's ports are free too, but not to take.
+		if !slices.ContainsFunc(c.nodes, func(o *node) bool { return o != nd && o.Port-p <= 2000 && p-o.Port <= 2000 }) {
+			nd.Port = p
+			return nd
+		}
+	}
 }
 
 // writeConf lists the first n nodes in cluster.conf.

@@ -192,7 +192,7 @@ func TestRollingUpgradeFromBaseline(t *testing.T) {
 
 	// An old build cannot join now: the leader's members refuse it before
 	// Raft knows it, and the membership stays as it is.
-	spare := c.nodes[3]
+	spare := c.spare(3)
 	spare.Bin = old
 	c.writeConf(4)
 	spare.Start("--join")
