@@ -180,8 +180,12 @@ func (p *Proc) WaitHTTP(ctx context.Context, url string) error {
 
 // FreePort returns a loopback TCP port nobody listens on, with port-1000,
 // port+1000 and port+1001 free too (nacos-lockd's Raft and gRPC ports; a
-// Nacos server's JRaft, SDK and cluster gRPC ports).
+// Nacos server's JRaft, SDK and cluster gRPC ports). All four lie in the
+// kernel's ephemeral range: the tests' own servers take ports below it
+// (interop/procs), so a bench test running beside them must not pick a
+// port-1000 that falls there.
 func FreePort() (int, error) {
+	lo := ephemeralStart()
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -189,7 +193,7 @@ func FreePort() (int, error) {
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		if p < 2000 || p > 64000 {
+		if p-1000 < lo || p > 64000 {
 			continue
 		}
 		if neighboursFree(p) {
@@ -197,6 +201,19 @@ func FreePort() (int, error) {
 		}
 	}
 	return 0, errors.New("no free port triple found")
+}
+
+// ephemeralStart is the first port of the kernel's ephemeral range.
+func ephemeralStart() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	var lo, hi int
+	if n, _ := fmt.Sscanf(string(b), "%d %d", &lo, &hi); n != 2 || lo < 1024 {
+		return 32768
+	}
+	return lo
 }
 
 // neighboursFree reports whether the ports a server on port p also binds

@@ -37,7 +37,12 @@ func TestFreePortsDoNotOverlap(t *testing.T) {
 		t.Fatalf("got %v", ports)
 	}
 	seen := map[int]bool{}
+	lo := ephemeralStart()
 	for _, p := range ports {
+		// Below the ephemeral range are the tests' own servers' ports.
+		if p-1000 < lo {
+			t.Errorf("port %d: its Raft port %d is below the ephemeral range (%d)", p, p-1000, lo)
+		}
 		for _, q := range []int{p - 1000, p, p + 1000} {
 			if seen[q] {
 				t.Fatalf("ports %v: port %d in two triples", ports, q)
