@@ -14,7 +14,7 @@ type nodeMetrics struct {
 	// proposeOf is propose's series by Op, looked up once: every
 	// command's answer observes one, and hashing the label was a
 	// measurable part of a hand-off's CPU.
-	proposeOf      [opSeries]prometheus.Observer
+	proposeOf      []prometheus.Observer
 	leaderChanges  prometheus.Counter
 	term           prometheus.Gauge
 	isLeader       prometheus.Gauge
@@ -75,20 +75,19 @@ func newNodeMetrics(reg prometheus.Registerer, n *Node) *nodeMetrics {
 			ConstLabels: prometheus.Labels{"module": "lock", "name": "aliveLockCount"}},
 			stat(func(s statemachine.Stats) float64 { return float64(s.Held) })),
 	)
-	for _, op := range []statemachine.Op{statemachine.OpAcquire, statemachine.OpRelease, statemachine.OpRenew, statemachine.OpCancelWait, statemachine.OpExpire, statemachine.OpCleanupConnection, statemachine.OpForceRelease, statemachine.OpClaim} {
+	ops := statemachine.Ops() // in value order
+	m.proposeOf = make([]prometheus.Observer, int(ops[len(ops)-1])+1)
+	for _, op := range ops {
 		m.proposeOf[op] = m.propose.WithLabelValues(op.String())
 	}
 	return m
 }
 
-// opSeries bounds the Ops that have a propose series of their own.
-const opSeries = statemachine.OpClaim + 1
-
 func (m *nodeMetrics) proposed(op statemachine.Op, d time.Duration) {
 	if m == nil {
 		return
 	}
-	if op < opSeries && m.proposeOf[op] != nil {
+	if int(op) < len(m.proposeOf) && m.proposeOf[op] != nil {
 		m.proposeOf[op].Observe(d.Seconds())
 		return
 	}

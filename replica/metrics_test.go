@@ -18,7 +18,7 @@ func TestProposedObservesTheOpsSeries(t *testing.T) {
 	m.proposed(statemachine.OpAcquire, time.Millisecond)
 	m.proposed(statemachine.OpAcquire, time.Millisecond)
 	m.proposed(statemachine.OpClaim, time.Millisecond)
-	unknown := statemachine.OpClaim + 7
+	unknown := statemachine.Ops()[len(statemachine.Ops())-1] + 7
 	m.proposed(unknown, time.Millisecond)
 	for _, tc := range []struct {
 		op   string
