@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"nacos-lockd/internal/netports"
 	"nacos-lockd/settings"
 )
 
@@ -185,7 +186,7 @@ func (p *Proc) WaitHTTP(ctx context.Context, url string) error {
 // (interop/procs), so a bench test running beside them must not pick a
 // port-1000 that falls there.
 func FreePort() (int, error) {
-	lo := ephemeralStart()
+	lo := netports.EphemeralStart()
 	for range 50 {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -201,19 +202,6 @@ func FreePort() (int, error) {
 		}
 	}
 	return 0, errors.New("no free port triple found")
-}
-
-// ephemeralStart is the first port of the kernel's ephemeral range.
-func ephemeralStart() int {
-	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
-	if err != nil {
-		return 32768
-	}
-	var lo, hi int
-	if n, _ := fmt.Sscanf(string(b), "%d %d", &lo, &hi); n != 2 || lo < 1024 {
-		return 32768
-	}
-	return lo
 }
 
 // neighboursFree reports whether the ports a server on port p also binds

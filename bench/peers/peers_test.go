@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"nacos-lockd/internal/netports"
 )
 
 // A port whose Nacos cluster gRPC port (port+1001) is taken is not free:
@@ -37,7 +39,7 @@ func TestFreePortsDoNotOverlap(t *testing.T) {
 		t.Fatalf("got %v", ports)
 	}
 	seen := map[int]bool{}
-	lo := ephemeralStart()
+	lo := netports.EphemeralStart()
 	for _, p := range ports {
 		// Below the ephemeral range are the tests' own servers' ports.
 		if p-1000 < lo {
