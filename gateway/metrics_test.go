@@ -227,3 +227,17 @@ func BenchmarkMetricsRequest(b *testing.B) {
 		m.request("release", "released", time.Millisecond, "unlock")
 	}
 }
+
+// TestHoldEndingsCountedByCause checks the endings series looked up once
+// at start: an expiry counts under "expiry", not "release".
+func TestHoldEndingsCountedByCause(t *testing.T) {
+	m := newMetrics(prometheus.NewRegistry())
+	m.expired()
+	m.expired()
+	if got := testutil.ToFloat64(m.endings.WithLabelValues("expiry")); got != 2 {
+		t.Errorf("expiry endings %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(m.endings.WithLabelValues("release")); got != 0 {
+		t.Errorf("release endings %v, want 0", got)
+	}
+}
