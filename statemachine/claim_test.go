@@ -78,6 +78,61 @@ func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
 	}
 }
 
+// A claim answered from a read on c2, then the owner reconnects and
+// renews on c3 before the CLAIM applies (a renew on another node can be
+// committed first). Sequentially the claim came first and the renew
+// after it, so the lock is the owner's on c3 with the renew's lease, and
+// the cleanup of c2 must not free it. From LevelClaimFollowsRenew the
+// CLAIM leaves the grant where the renew put it; below it every replica
+// keeps the old rule (bound back to c2, freed by c2's cleanup), so a
+// cluster that has not raised its level stays identical.
+func TestClaimAfterTheOwnersRenewElsewhere(t *testing.T) {
+	for _, level := range []int{LevelGate, LevelClaimFollowsRenew} {
+		tb := NewTable()
+		if o, _ := tb.ApplyLevel(1, EncodeLevel(level)); o != LevelRaised {
+			t.Fatalf("level %d: %v", level, o)
+		}
+		steps := []step{
+			{acq(R, "k", "a", "c1", 100, 1000, 0), ok(1, 2)},
+			{acq(R, "k", "b", "c2", 110, 2000, 60000), queued(0)},
+			{rel(R, "k", "a", 120), ok(0, 0)},               // index 4: b granted on c2, unclaimed, token 4
+			{renew(R, "k", "b", "c3", 130, 5000), ok(1, 4)}, // after the read on c2 answered the claim
+			{func() Command { c := claimCmd(R, "k", "b", "c2", 125, 2000, 4); c.LeaseAtNow = true; return c }(), ok(1, 4)},
+		}
+		for i, s := range steps {
+			if r := tb.Apply(uint64(i+2), s.cmd); r != s.want {
+				t.Fatalf("level %d, %s: %+v, want %+v", level, s.cmd.Op, r, s.want)
+			}
+			checkInvariants(t, tb)
+		}
+		l := tb.Lock(R, "k")
+		if l.Unclaimed || l.Owner != "b" {
+			t.Fatalf("level %d: after the CLAIM: %+v", level, l)
+		}
+		wantConn, wantEnd := "c3", int64(130+5000)
+		if level < LevelClaimFollowsRenew {
+			wantConn, wantEnd = "c2", 125+2000
+		}
+		if l.ConnID != wantConn || l.LeaseEndMs != wantEnd {
+			t.Fatalf("level %d: the grant is on %s until %d, want %s until %d", level, l.ConnID, l.LeaseEndMs, wantConn, wantEnd)
+		}
+		tb.Apply(uint64(len(steps)+2), cleanup("c2", 200))
+		l = tb.Lock(R, "k")
+		if level >= LevelClaimFollowsRenew && (l.Owner != "b" || l.ConnID != "c3") {
+			t.Fatalf("level %d: c2's cleanup took the lock from its owner renewing on c3: %+v", level, l)
+		}
+		if level < LevelClaimFollowsRenew && l.Owner != "" {
+			t.Fatalf("level %d: the old rule changed: %+v", level, l)
+		}
+		// The owner's release from its new connection ends it.
+		if level >= LevelClaimFollowsRenew {
+			if r := tb.Apply(uint64(len(steps)+3), rel(R, "k", "b", 210)); r != ok(0, 0) {
+				t.Fatalf("release on c3: %+v", r)
+			}
+		}
+	}
+}
+
 // The gateway answers a claim from a read and records it with CLAIM; the
 // rule holds only if that leaves every table exactly as the ACQUIRE that
 // claims would. Random streams, and before a third of their commands every

@@ -354,6 +354,19 @@ func (t *Table) claim(index uint64, cmd Command) Result {
 	if l.owner != cmd.Owner || !l.unclaimed || l.token != cmd.Token {
 		return refused(CodeNotFound)
 	}
+	if l.connID != cmd.ConnID && t.level >= LevelClaimFollowsRenew {
+		// The read that answered the claim saw the grant bound to the
+		// claim's connection, and an ACQUIRE would have claimed it, so only
+		// the owner's RENEW from another connection (a client that
+		// reconnected) can have moved it since. In the sequential history
+		// the claim came first, at the read, and that renew after it: the
+		// grant stays on the renew's connection and lease, now claimed.
+		// Binding it back, as confirm does (and did below this level), let
+		// the old connection's cleanup free a lock its owner was renewing.
+		l.unclaimed = false
+		l.removeWaiter(cmd.Owner)
+		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+	}
 	return t.confirm(l, cmd)
 }
 

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"nacos-lockd/gateway/admin/adminapi"
 	"nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 )
@@ -167,12 +168,14 @@ func TestRollingUpgradeFromBaseline(t *testing.T) {
 	// The leader's gate sees every member advertise the new level and
 	// proposes it; every replica applies it.
 	for i, nd := range c.nodes[:3] {
-		waitFor(t, fmt.Sprintf("node %d at cluster level 2", i), func() bool { return clusterVersion(t, nd).ClusterLevel == 2 })
+		waitFor(t, fmt.Sprintf("node %d at cluster level %d", i, adminapi.BuildLevel), func() bool {
+			return clusterVersion(t, nd).ClusterLevel == adminapi.BuildLevel
+		})
 		// Applied from the entry, or installed with a snapshot that
 		// carries it (a member that lagged behind the leader's log: "lock
-		// table recovered from snapshot", with cluster_level 2).
-		if !nd.Logged("cluster level raised") && !nd.Logged(`"cluster_level":2,`) {
-			t.Fatalf("node %d is at level 2 without logging how it got there", i)
+		// table recovered from snapshot", with the new cluster_level).
+		if !nd.Logged("cluster level raised") && !nd.Logged(fmt.Sprintf(`"cluster_level":%d,`, adminapi.BuildLevel)) {
+			t.Fatalf("node %d is at level %d without logging how it got there", i, adminapi.BuildLevel)
 		}
 	}
 	load.stop() // the last phase's claims are the ones counted

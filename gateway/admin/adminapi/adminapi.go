@@ -48,7 +48,7 @@ type Waiter struct {
 // (statemachine.MaxLevel; package server's tests keep the two equal).
 // nacos-lockctl's cluster add sends it: the tool vouches for a new node of
 // its own release, and the node's own --join request is checked again.
-const BuildLevel = 2
+const BuildLevel = 3
 
 // Versions is what a build reads (statemachine.Versions): the cluster
 // level it adds up to and the highest command, batch frame, record and
