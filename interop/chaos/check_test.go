@@ -64,9 +64,9 @@ type checkOptions struct {
 // writes a visualisation of each failing lock next to the logs.
 func checkHistory(dir string, h *history, opt checkOptions) (verdict string, violations, files []string) {
 	p := modelParams{skew: opt.skew, lostAt: map[int32]int64{}}
-	for o, s := range h.ownerSess {
+	for _, s := range h.byIdx {
 		if s.lostAt != never {
-			p.lostAt[int32(o)] = s.lostAt
+			p.lostAt[s.idx] = s.lostAt
 		}
 	}
 	model := lockModel(p)

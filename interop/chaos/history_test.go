@@ -26,7 +26,7 @@ import (
 //	node<i>-start<k>.log server logs (JSON lines)
 //	run.json             the run's parameters
 
-// sessInfo is one session (connection + owner) of a worker.
+// sessInfo is one session (one connection) of a worker.
 type sessInfo struct {
 	idx     int32
 	name    string
@@ -42,15 +42,14 @@ type sessInfo struct {
 
 // history is a run's lock operations, ready for porcupine.
 type history struct {
-	ops       []porcupine.Operation
-	sessions  map[string]*sessInfo
-	byIdx     []*sessInfo
-	ownerSess []*sessInfo // owner index -> its session
-	workers   int
-	start     int64 // ns of the first record
-	end       int64 // ns of the last record
-	stats     histStats
-	grants    []grantObs
+	ops      []porcupine.Operation
+	sessions map[string]*sessInfo
+	byIdx    []*sessInfo // session index (lockInput.Sess) -> session
+	workers  int
+	start    int64 // ns of the first record
+	end      int64 // ns of the last record
+	stats    histStats
+	grants   []grantObs
 }
 
 type histStats struct {
@@ -64,6 +63,9 @@ type histStats struct {
 	NotificationsUnchecked int `json:"notificationsUnchecked"`
 	Sessions               int `json:"sessions"`
 	SessionsLost           int `json:"sessionsCleanedUpByServer"`
+	// OwnersMoved are owners that sent commands from more than one
+	// session (a worker that reconnected and renewed: worker.move).
+	OwnersMoved int `json:"ownersMoved"`
 }
 
 // grantObs is a grant as a client saw it, for the token checks.
@@ -204,17 +206,22 @@ func loadHistory(dir string) (*history, error) {
 		}
 	}
 
-	// Owners: each belongs to the session that used it; the model knows
-	// owners, and a session's cleanup ends what its owners hold.
+	// Owners, numbered for the model. An owner starts on one session and
+	// may go on from another (a worker that reconnects and renews); each
+	// operation names its session, and a session's cleanup ends what is
+	// bound to it.
 	owners := map[string]int32{}
-	h.ownerSess = nil
+	firstSess := map[string]string{}
 	for _, r := range recs {
 		if r.T != "inv" || h.sessions[r.Sess] == nil {
 			continue
 		}
 		if _, ok := owners[r.Owner]; !ok {
-			owners[r.Owner] = int32(len(h.ownerSess))
-			h.ownerSess = append(h.ownerSess, h.sessions[r.Sess])
+			owners[r.Owner] = int32(len(owners))
+			firstSess[r.Owner] = r.Sess
+		} else if first := firstSess[r.Owner]; first != "" && first != r.Sess {
+			h.stats.OwnersMoved++
+			firstSess[r.Owner] = "" // counted
 		}
 	}
 	invs := map[[2]int64]record{}
@@ -247,7 +254,7 @@ func loadHistory(dir string) (*history, error) {
 				continue
 			}
 			ret, done := rets[[2]int64{int64(r.Proc), r.ID}]
-			in := lockInput{Owner: owners[r.Owner], Reentrant: strings.HasPrefix(r.Lock, "REENTRANT/"), Lease: r.Lease, Wait: r.Wait,
+			in := lockInput{Owner: owners[r.Owner], Sess: s.idx, Reentrant: strings.HasPrefix(r.Lock, "REENTRANT/"), Lease: r.Lease, Wait: r.Wait,
 				Retry: r.Retry, Call: floorMs(r.Ts), Ret: never}
 			switch protocol.LockOp(r.Op) {
 			case protocol.OpAcquire:
@@ -299,7 +306,7 @@ func loadHistory(dir string) (*history, error) {
 				h.stats.NotificationsUnchecked++
 				continue
 			}
-			in := lockInput{Op: opNotify, Owner: o, Call: floorMs(call), Ret: ceilMs(r.Ts)}
+			in := lockInput{Op: opNotify, Owner: o, Sess: s.idx, Call: floorMs(call), Ret: ceilMs(r.Ts)}
 			h.ops = append(h.ops, porcupine.Operation{ClientId: h.workers + s.worker, Input: in, Call: call,
 				Output: lockOutput{Out: outOK}, Return: r.Ts,
 				Metadata: opMeta{Lock: r.Lock, Detail: fmt.Sprintf("push to owner %s on node %s", r.Owner, s.node)}})

@@ -24,8 +24,10 @@ func (b *histBuilder) add(in lockInput, out lockOutput) *histBuilder {
 	return b
 }
 
+// The helpers put owner s on session s; a test that moves an owner sets
+// Sess itself.
 func acq(s int32, call, ret, lease int64) lockInput {
-	return lockInput{Op: opAcquire, Owner: s, Lease: lease, Call: call, Ret: ret}
+	return lockInput{Op: opAcquire, Owner: s, Sess: s, Lease: lease, Call: call, Ret: ret}
 }
 
 func acqWait(s int32, call, ret, lease, wait int64) lockInput {
@@ -35,7 +37,7 @@ func acqWait(s int32, call, ret, lease, wait int64) lockInput {
 }
 
 func rel(s int32, call, ret int64) lockInput {
-	return lockInput{Op: opRelease, Owner: s, Call: call, Ret: ret}
+	return lockInput{Op: opRelease, Owner: s, Sess: s, Call: call, Ret: ret}
 }
 
 func granted(count int32, tok uint64) lockOutput {
@@ -60,6 +62,7 @@ var (
 
 func queued(pos int32) lockOutput { return lockOutput{Out: outQueued, Pos: pos} }
 
+// check runs the model over b; lost maps a session to when it was lost.
 func check(t *testing.T, lost map[int32]int64, b *histBuilder) porcupine.CheckResult {
 	t.Helper()
 	if lost == nil {
@@ -124,6 +127,31 @@ func TestModelAccepts(t *testing.T) {
 		"connection cleanup frees": {lost: map[int32]int64{0: 50}, h: new(histBuilder).
 			add(acq(0, 0, 2, 10000), granted(1, 5)).
 			add(acq(1, 60, 61, 1000), granted(1, 9))},
+		// Owner 0 reconnects (session 5) and renews there; its first
+		// session's cleanup then leaves the lock alone.
+		"renew from a new connection keeps the lock": {lost: map[int32]int64{0: 50}, h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
+			add(acq(1, 60, 61, 1000), held).
+			add(lockInput{Op: opRelease, Owner: 0, Sess: 5, Call: 70, Ret: 71}, released(0)).
+			add(acq(1, 80, 81, 1000), granted(1, 70))},
+		// The same after a claim: a waiter queued on session 1 claims the
+		// grant there, then renews from session 6 before session 1 is gone
+		// (the order a claim recorded after that renew must keep).
+		"claimed grant moved by a renew": {lost: map[int32]int64{1: 60}, h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opNotify, Owner: 1, Call: 10, Ret: 30}, ok).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Wait: 50000, Retry: true, Call: 31, Ret: 32}, granted(1, 20)).
+			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
+			add(acq(2, 100, 101, 1000), held).
+			add(lockInput{Op: opRelease, Owner: 1, Sess: 6, Call: 110, Ret: 111}, released(0))},
+		// The lock moved to session 5, so session 5's loss frees it.
+		"moved lock freed with its new connection": {lost: map[int32]int64{5: 50}, h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
+			add(acq(1, 60, 61, 1000), granted(1, 60))},
 		"indeterminate acquire may hold": {h: new(histBuilder).
 			add(acq(0, 0, 2, 10000), unknown).
 			add(acq(1, 10, 11, 1000), held).
@@ -194,6 +222,20 @@ func TestModelRejects(t *testing.T) {
 		"cleanup before the connection closed": {lost: map[int32]int64{0: 500}, h: new(histBuilder).
 			add(acq(0, 0, 2, 10000), granted(1, 5)).
 			add(acq(1, 60, 61, 1000), granted(1, 9))},
+		// What the level-2 CLAIM rule did when it applied after such a
+		// renew: the first session's cleanup freed the lock, so its owner,
+		// renewing from the new one, lost it.
+		"cleanup of a connection the lock moved off": {lost: map[int32]int64{1: 60}, h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Wait: 50000, Retry: true, Call: 31, Ret: 32}, granted(1, 20)).
+			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
+			add(lockInput{Op: opRelease, Owner: 1, Sess: 6, Call: 110, Ret: 111}, lockOutput{Out: outNotFound})},
+		"double grant after a move": {lost: map[int32]int64{0: 50}, h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
+			add(acq(1, 60, 61, 1000), granted(1, 60))},
 		"reentrant count skips": {h: &histBuilder{ops: reentrant([]lockOutput{granted(1, 5), granted(3, 5)})}},
 		"blind double grant": {h: new(histBuilder).
 			add(acq(0, 0, 2, 1000), granted(1, 5)).

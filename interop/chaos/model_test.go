@@ -27,7 +27,12 @@ import (
 //     waiter dies once the clock reaches its deadline, and every lock and
 //     wait of a connection ends once the connection is gone (after the
 //     server logged "connection closed" for it, or the leader logged that
-//     it releases the connections of the node holding it).
+//     it releases the connections of the node holding it);
+//   - a lock is bound to the connection (session) of the owner's latest
+//     ACQUIRE or RENEW, a handed-off grant to the waiter's; an owner that
+//     reconnects and renews from its new session keeps the lock when its
+//     old one is cleaned up (a claim answered from a read and recorded
+//     after that renew too: statemachine/DESIGN.md, cluster level 3).
 //
 // Time. Commands carry the proposing node's clock; the table clock is the
 // highest stamp applied. Without clock faults a stamp is taken after the
@@ -60,7 +65,8 @@ func (k opKind) String() string {
 // lockInput is one operation on one lock.
 type lockInput struct {
 	Op        opKind
-	Owner     int32 // owner index; an owner belongs to one session (connection)
+	Owner     int32 // owner index
+	Sess      int32 // session (connection) index the command came on
 	Reentrant bool
 	Lease     int64 // ms, ACQUIRE and RENEW
 	Wait      int64 // ms, ACQUIRE; > 0 queues
@@ -101,7 +107,7 @@ type lockOutput struct {
 // modelParams are the run's facts the model needs beyond the operations.
 type modelParams struct {
 	skew   clockSkew       // clock allowances (see above)
-	lostAt map[int32]int64 // owner -> earliest time the connection of its session could have been cleaned up, ms
+	lostAt map[int32]int64 // session -> earliest time its connection could have been cleaned up, ms
 	// tokens, when set, makes the model log the first failing step (for
 	// reports); never needed for the verdict.
 }
@@ -146,6 +152,7 @@ func (c clockSkew) back(call, ret int64) int64 {
 // transition copies.
 type lockState struct {
 	holder    int32 // owner, -1 when free
+	conn      int32 // session the grant is bound to, -1 when free
 	count     int32
 	token     uint64 // 0 while unknown (a hand-off not yet claimed, an indeterminate grant)
 	minTok    uint64 // an unknown token is above this
@@ -159,13 +166,14 @@ type lockState struct {
 
 type waiterState struct {
 	owner    int32
+	sess     int32 // session of its latest queueing ACQUIRE
 	lease    int64
 	qlo      int64 // lower bound of the table clock when (re)queued
 	dlo, dhi int64 // bounds of the deadline
 	open     int64 // > 0: dhi not known yet (see lockState.open)
 }
 
-func freeState() lockState { return lockState{holder: -1}.sealed() }
+func freeState() lockState { return lockState{holder: -1, conn: -1}.sealed() }
 
 // sealed caches the state's key, which porcupine compares often.
 func (s lockState) sealed() lockState {
@@ -185,7 +193,7 @@ func (s lockState) key() string {
 		return s.k
 	}
 	b := make([]byte, 0, 64+len(s.q)*40)
-	for _, v := range [...]int64{int64(s.holder), int64(s.count), int64(s.token), int64(s.minTok), s.lo, s.hi, s.open, int64(s.last)} {
+	for _, v := range [...]int64{int64(s.holder), int64(s.conn), int64(s.count), int64(s.token), int64(s.minTok), s.lo, s.hi, s.open, int64(s.last)} {
 		b = binary.AppendVarint(b, v)
 	}
 	if s.unclaimed {
@@ -193,7 +201,7 @@ func (s lockState) key() string {
 	}
 	b = append(b, '|')
 	for _, w := range s.q {
-		for _, v := range [...]int64{int64(w.owner), w.lease, w.qlo, w.dlo, w.dhi, w.open} {
+		for _, v := range [...]int64{int64(w.owner), int64(w.sess), w.lease, w.qlo, w.dlo, w.dhi, w.open} {
 			b = binary.AppendVarint(b, v)
 		}
 	}
@@ -209,7 +217,7 @@ func (s lockState) String() string {
 		if s.token != 0 {
 			tok = fmt.Sprint(s.token)
 		}
-		fmt.Fprintf(&b, "o%d x%d tok %s lease-end [%s, %s]", s.holder, s.count, tok, msText(s.lo), msText(s.hi))
+		fmt.Fprintf(&b, "o%d (s%d) x%d tok %s lease-end [%s, %s]", s.holder, s.conn, s.count, tok, msText(s.lo), msText(s.hi))
 		if s.unclaimed {
 			b.WriteString(" unclaimed")
 		}
@@ -285,7 +293,7 @@ func (m stepper) mayBeGone(w waiterState, ret int64) bool {
 	if m.maxClock(ret) >= w.dlo {
 		return true
 	}
-	lost, ok := m.p.lostAt[w.owner]
+	lost, ok := m.p.lostAt[w.sess]
 	return ok && lost <= ret
 }
 
@@ -303,7 +311,7 @@ func (m stepper) handOff(s lockState, causeLo, ret int64) []lockState {
 		if !gone {
 			n := s.clone()
 			n.q = slices.Delete(n.q, 0, i+1)
-			n.holder, n.count, n.unclaimed = w.owner, 1, true
+			n.holder, n.conn, n.count, n.unclaimed = w.owner, w.sess, 1, true
 			n.token, n.minTok = 0, s.last
 			n.lo = max(causeLo, w.qlo) + w.lease
 			if ret == never {
@@ -324,14 +332,14 @@ func (m stepper) handOff(s lockState, causeLo, ret int64) []lockState {
 
 func (m stepper) free(s lockState) lockState {
 	s.k = ""
-	s.holder, s.count, s.token, s.minTok, s.unclaimed, s.lo, s.hi, s.open = -1, 0, 0, 0, false, 0, 0, 0
+	s.holder, s.conn, s.count, s.token, s.minTok, s.unclaimed, s.lo, s.hi, s.open = -1, -1, 0, 0, 0, false, 0, 0, 0
 	return s
 }
 
 // closure returns every state the server's own events can lead to before
 // an operation that applies no later than ret (real ms; never = unknown):
-// the holder's lease ends, or its connection is cleaned up, and the lock
-// passes to a waiter.
+// the holder's lease ends, or the connection its grant is bound to is
+// cleaned up (with every wait on it), and the lock passes to a waiter.
 func (m stepper) closure(start lockState, ret int64) []lockState {
 	maxClock := m.maxClock(ret)
 	seen := map[string]bool{start.key(): true}
@@ -345,9 +353,9 @@ func (m stepper) closure(start lockState, ret int64) []lockState {
 		if maxClock > s.lo {
 			next = append(next, m.handOff(m.free(s.clone()), s.lo+1, ret)...)
 		}
-		if lost, ok := m.p.lostAt[s.holder]; ok && lost <= ret {
+		if lost, ok := m.p.lostAt[s.conn]; ok && lost <= ret {
 			n := m.free(s.clone())
-			n.q = slices.DeleteFunc(n.q, func(w waiterState) bool { return w.owner == s.holder })
+			n.q = slices.DeleteFunc(n.q, func(w waiterState) bool { return w.sess == s.conn })
 			next = append(next, m.handOff(n, m.loClock(lost, never), ret)...)
 		}
 		for _, n := range next {
@@ -532,7 +540,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 			if !ok {
 				return nil
 			}
-			n.unclaimed = false
+			n.unclaimed, n.conn = false, in.Sess
 			n.q = slices.DeleteFunc(n.q, func(w waiterState) bool { return w.owner == in.Owner })
 			return []lockState{lease(n, in.Lease)}
 		case s.holder == in.Owner && in.Reentrant:
@@ -544,6 +552,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 				return nil
 			}
 			n.count++
+			n.conn = in.Sess
 			return []lockState{lease(n, in.Lease)}
 		case s.holder == in.Owner:
 			if unknown || out.Out == outHeld {
@@ -556,7 +565,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 				return nil
 			}
 			n := s.clone()
-			n.holder, n.count, n.unclaimed = in.Owner, 1, false
+			n.holder, n.conn, n.count, n.unclaimed = in.Owner, in.Sess, 1, false
 			if unknown || out.Blind {
 				n.token, n.minTok = 0, s.last
 			} else {
@@ -571,7 +580,7 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 		}
 		// Held by another: queue at the tail, or refresh in place.
 		lo := m.loClock(in.Call, in.Ret)
-		w := waiterState{owner: in.Owner, lease: in.Lease, qlo: lo, dlo: lo + in.Wait}
+		w := waiterState{owner: in.Owner, sess: in.Sess, lease: in.Lease, qlo: lo, dlo: lo + in.Wait}
 		if ret == never {
 			w.dhi, w.open = never, in.Wait
 		} else {
@@ -622,7 +631,11 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 		if !unknown && out.Out != outOK {
 			return nil
 		}
-		return []lockState{lease(s.clone(), in.Lease)}
+		// A renew from another session (a client that reconnected) moves
+		// the lock to it.
+		n := s.clone()
+		n.conn = in.Sess
+		return []lockState{lease(n, in.Lease)}
 
 	case opCancel:
 		if !unknown && out.Out != outOK {
@@ -771,7 +784,7 @@ type opMeta struct {
 
 func describeOp(in lockInput, out lockOutput) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "o%d %s", in.Owner, in.Op)
+	fmt.Fprintf(&b, "o%d s%d %s", in.Owner, in.Sess, in.Op)
 	switch in.Op {
 	case opAcquire:
 		fmt.Fprintf(&b, "(lease %d", in.Lease)

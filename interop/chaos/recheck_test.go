@@ -40,8 +40,9 @@ func TestRecheck(t *testing.T) {
 func logReport(t testing.TB, rep report) {
 	t.Helper()
 	var b strings.Builder
-	fmt.Fprintf(&b, "operations checked: %d (%s), indeterminate %d, notifications %d, sessions %d (%d cleaned up by a server)\n",
-		rep.History.Ops, mapText(rep.History.ByOp), rep.History.Indeterminate, rep.History.Notifications, rep.History.Sessions, rep.History.SessionsLost)
+	fmt.Fprintf(&b, "operations checked: %d (%s), indeterminate %d, notifications %d, sessions %d (%d cleaned up by a server), owners that moved to a new session %d\n",
+		rep.History.Ops, mapText(rep.History.ByOp), rep.History.Indeterminate, rep.History.Notifications, rep.History.Sessions, rep.History.SessionsLost,
+		rep.History.OwnersMoved)
 	fmt.Fprintf(&b, "outcomes: %s\n", mapText(rep.History.ByOutcome))
 	fmt.Fprintf(&b, "per lock: %s\n", mapText(rep.Locks))
 	total := 0
