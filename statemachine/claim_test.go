@@ -82,12 +82,12 @@ func TestClaimRecordsOnlyTheGrantItNames(t *testing.T) {
 // renews on c3 before the CLAIM applies (a renew on another node can be
 // committed first). Sequentially the claim came first and the renew
 // after it, so the lock is the owner's on c3 with the renew's lease, and
-// the cleanup of c2 must not free it. From LevelClaimFollowsRenew the
+// the cleanup of c2 must not free it. From LevelOwnerMoves the
 // CLAIM leaves the grant where the renew put it; below it every replica
 // keeps the old rule (bound back to c2, freed by c2's cleanup), so a
 // cluster that has not raised its level stays identical.
 func TestClaimAfterTheOwnersRenewElsewhere(t *testing.T) {
-	for _, level := range []int{LevelGate, LevelClaimFollowsRenew} {
+	for _, level := range []int{LevelGate, LevelOwnerMoves} {
 		tb := NewTable()
 		if o, _ := tb.ApplyLevel(1, EncodeLevel(level)); o != LevelRaised {
 			t.Fatalf("level %d: %v", level, o)
@@ -110,7 +110,7 @@ func TestClaimAfterTheOwnersRenewElsewhere(t *testing.T) {
 			t.Fatalf("level %d: after the CLAIM: %+v", level, l)
 		}
 		wantConn, wantEnd := "c3", int64(130+5000)
-		if level < LevelClaimFollowsRenew {
+		if level < LevelOwnerMoves {
 			wantConn, wantEnd = "c2", 125+2000
 		}
 		if l.ConnID != wantConn || l.LeaseEndMs != wantEnd {
@@ -118,14 +118,14 @@ func TestClaimAfterTheOwnersRenewElsewhere(t *testing.T) {
 		}
 		tb.Apply(uint64(len(steps)+2), cleanup("c2", 200))
 		l = tb.Lock(R, "k")
-		if level >= LevelClaimFollowsRenew && (l.Owner != "b" || l.ConnID != "c3") {
+		if level >= LevelOwnerMoves && (l.Owner != "b" || l.ConnID != "c3") {
 			t.Fatalf("level %d: c2's cleanup took the lock from its owner renewing on c3: %+v", level, l)
 		}
-		if level < LevelClaimFollowsRenew && l.Owner != "" {
+		if level < LevelOwnerMoves && l.Owner != "" {
 			t.Fatalf("level %d: the old rule changed: %+v", level, l)
 		}
 		// The owner's release from its new connection ends it.
-		if level >= LevelClaimFollowsRenew {
+		if level >= LevelOwnerMoves {
 			if r := tb.Apply(uint64(len(steps)+3), rel(R, "k", "b", 210)); r != ok(0, 0) {
 				t.Fatalf("release on c3: %+v", r)
 			}

@@ -27,13 +27,13 @@ const (
 	// so claims answered from a read) and snapshot format 4 (format 3
 	// plus the level).
 	LevelGate = 2
-	// LevelClaimFollowsRenew changes how a CLAIM applies, not an encoding:
+	// LevelOwnerMoves changes how a CLAIM applies, not an encoding:
 	// a CLAIM whose grant the owner's RENEW moved to another connection
 	// after the read that answered it leaves the grant there (table.claim).
 	// Replicas must agree on the rule, so it follows the level entry.
-	LevelClaimFollowsRenew = 3
+	LevelOwnerMoves = 3
 	// MaxLevel is the highest level this build reads.
-	MaxLevel = LevelClaimFollowsRenew
+	MaxLevel = LevelOwnerMoves
 	// LevelLeaseAtNow is the level from which CLAIMs with LeaseAtNow, the
 	// only CLAIMs this build writes, may be proposed.
 	LevelLeaseAtNow = LevelGate

@@ -354,7 +354,7 @@ func (t *Table) claim(index uint64, cmd Command) Result {
 	if l.owner != cmd.Owner || !l.unclaimed || l.token != cmd.Token {
 		return refused(CodeNotFound)
 	}
-	if l.connID != cmd.ConnID && t.level >= LevelClaimFollowsRenew {
+	if l.connID != cmd.ConnID && t.level >= LevelOwnerMoves {
 		// The read that answered the claim saw the grant bound to the
 		// claim's connection, and an ACQUIRE would have claimed it, so only
 		// the owner's RENEW from another connection (a client that
