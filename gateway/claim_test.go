@@ -69,7 +69,7 @@ func serveNode(t *testing.T, window time.Duration, wrap func(*replica.Node) Tabl
 	}
 	// A single node of this build: what the version gate raises at once
 	// (package server), and what claims from a read need.
-	if err := node.ProposeLevel(ctx, statemachine.LevelGate); err != nil {
+	if err := node.ProposeLevel(ctx, statemachine.MaxLevel); err != nil {
 		t.Fatal(err)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -162,6 +162,71 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("record_failed")); got != 0 {
 		t.Fatalf("failed records: %v", got)
+	}
+}
+
+// The owner of an unclaimed grant sends a fresh ACQUIRE from another
+// connection (a client that reconnected and re-enters, or asks again). Its
+// answer depends on whether the grant's claim was answered on the first
+// connection, whose record may be behind it in the log, so the gateway
+// proposes it again until the grant is claimed (then it is a re-entry,
+// count 2, and the lock moves to the new connection) or gone (then it is
+// an ACQUIRE like any other: here a fresh grant with a new token).
+func TestAcquireFromAnotherConnectionWaitsForTheGrantsClaim(t *testing.T) {
+	addr, _, node := startNodeServer(t, 0)
+	ts := &testServer{addr: addr}
+	for _, claimed := range []bool{true, false} {
+		key := fmt.Sprintf("job-%v", claimed)
+		holder, waiter, moved := dial(t, ts), dial(t, ts), dial(t, ts)
+		handOff(t, holder, waiter, key, "w:7")
+		grant, err := node.Lock(statemachine.KindReentrant, key)
+		if err != nil || !grant.Unclaimed {
+			t.Fatalf("before the claim: %+v %v", grant, err)
+		}
+		type answer struct {
+			r   *protocol.LockOperationResponse
+			err error
+		}
+		done := make(chan answer, 1)
+		go func() {
+			ctx, cancel := client.Timeout(5 * time.Second)
+			defer cancel()
+			r, err := moved.Lock(ctx, protocol.OpAcquire, gen2(key, "REENTRANT", "w:7", -1, -1))
+			done <- answer{r, err}
+		}()
+		select {
+		case a := <-done:
+			t.Fatalf("claimed %v: the ACQUIRE from another connection was answered before the grant was claimed or gone: %+v %v", claimed, a.r, a.err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		if claimed {
+			claim := gen2(key, "REENTRANT", "w:7", -1, 300000)
+			claim.WaiterRetry = true
+			if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
+				t.Fatalf("claim: %+v", r.LockResult)
+			}
+		} else if r := lockCall(t, waiter, protocol.OpCancelWait, gen2(key, "REENTRANT", "w:7", -1, 300000)); r.ResultCode != 200 {
+			t.Fatalf("cancel: %+v", r)
+		}
+		var a answer
+		select {
+		case a = <-done:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("claimed %v: the ACQUIRE from another connection never answered", claimed)
+		}
+		if a.err != nil || !a.r.Result {
+			t.Fatalf("claimed %v: %+v %v", claimed, a.r, a.err)
+		}
+		l, err := node.Lock(statemachine.KindReentrant, key)
+		if err != nil || l.Owner != "w:7" || l.Unclaimed || l.ConnID != moved.ConnectionID() {
+			t.Fatalf("claimed %v: %+v %v", claimed, l, err)
+		}
+		if claimed && (a.r.LockResult.ReentrantCount != 2 || a.r.LockResult.FencingToken != grant.Token || l.Count != 2) {
+			t.Fatalf("re-entry after the claim: %+v, lock %+v; want count 2 and token %d", a.r.LockResult, l, grant.Token)
+		}
+		if !claimed && (a.r.LockResult.ReentrantCount != 1 || a.r.LockResult.FencingToken <= grant.Token) {
+			t.Fatalf("acquire after the grant was given up: %+v; want count 1 and a token above %d", a.r.LockResult, grant.Token)
+		}
 	}
 }
 

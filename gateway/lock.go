@@ -84,7 +84,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	res, claimed := s.claimByRead(ctx, c, cmd)
 	var err error
 	if !claimed {
-		res, err = s.table.Propose(ctx, cmd)
+		res, err = s.propose(ctx, c, cmd)
 	}
 	if err == nil && earlier != nil && !c.recordsHeld(ctx, earlier) {
 		// A claim answered earlier on this connection was not recorded: the
@@ -123,6 +123,34 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	s.m.outcome(cmd, res)
 	s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, res), time.Since(start), nacosOp)
 	return lockReply(cmd.Op, res)
+}
+
+// propose commits cmd. An ACQUIRE the table answers CodeClaimPending (the
+// owner's unclaimed grant is bound to another connection, where its claim
+// may have been answered from a read and not recorded yet) is proposed
+// again, restamped, until the grant is claimed (then it is a re-entry) or
+// gone, or ctx ends: the record comes within milliseconds, or seconds
+// across a leader change, and a grant nobody claimed ends with its
+// connection's cleanup or its lease.
+func (s *Server) propose(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, error) {
+	backoff := 2 * time.Millisecond
+	for {
+		res, err := s.table.Propose(ctx, cmd)
+		if err != nil || res.Code != statemachine.CodeClaimPending {
+			return res, err
+		}
+		c.log.Debug().Str("key", cmd.Key).Str("owner", cmd.Owner).Dur("backoff", backoff).
+			Msg("acquire from another connection while the owner's grant is unclaimed: proposing again")
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return res, fmt.Errorf("acquire while the owner's grant is claimed elsewhere: %w", ctx.Err())
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 100*time.Millisecond)
+		cmd.NowMs = s.now().UnixMilli()
+	}
 }
 
 // claimByRead answers a waiter's claim of the grant it was pushed without

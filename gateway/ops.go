@@ -88,6 +88,9 @@ var verdicts = [...]verdict{
 	// Ours: the limits the gateway stamps into commands.
 	statemachine.CodeTooManyLocks:   {"limited", "Too many locks: the server holds the most lock entries it is configured for (nacos.lock.max_locks)", "locks"},
 	statemachine.CodeTooManyWaiters: {"limited", "Too many waiters for this lock (nacos.lock.max_waiters_per_lock)", "waiters_per_lock"},
+	// Proposed again by lock until it resolves; only a request whose
+	// deadline came first ends with it, answered as not committed.
+	statemachine.CodeClaimPending: {label: "error", message: "The owner's grant is being claimed on another connection"},
 }
 
 func verdictOf(c statemachine.Code) verdict {

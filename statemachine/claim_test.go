@@ -133,6 +133,79 @@ func TestClaimAfterTheOwnersRenewElsewhere(t *testing.T) {
 	}
 }
 
+// A fresh ACQUIRE (no waiterRetry) from the owner of an unclaimed grant
+// on another connection: from LevelOwnerMoves it changes nothing and
+// answers CodeClaimPending (the gateway proposes it again); a claim
+// (retry) from any connection, and a fresh ACQUIRE on the grant's own,
+// still claim. Once the grant is claimed the fresh ACQUIRE is a re-entry
+// (count 2 for REENTRANT, refused for NON_REENTRANT). Below the level it
+// claims, as before.
+func TestFreshAcquireFromAnotherConnectionWaitsForTheClaim(t *testing.T) {
+	for _, level := range []int{LevelGate, LevelOwnerMoves} {
+		for _, kind := range []Kind{R, N} {
+			tb := NewTable()
+			tb.ApplyLevel(1, EncodeLevel(level))
+			for i, s := range []step{
+				{acq(kind, "k", "a", "c1", 100, 1000, 0), ok(1, 2)},
+				{acq(kind, "k", "b", "c2", 110, 2000, 60000), queued(0)},
+				{rel(kind, "k", "a", 120), ok(0, 0)}, // index 4: b granted on c2, unclaimed
+			} {
+				if r := tb.Apply(uint64(i+2), s.cmd); r != s.want {
+					t.Fatalf("level %d %s step %d: %+v, want %+v", level, kind, i, r, s.want)
+				}
+			}
+			fresh := acq(kind, "k", "b", "c3", 130, 3000, 0)
+			r := tb.Apply(5, fresh)
+			if level < LevelOwnerMoves {
+				if r != ok(1, 4) || tb.Lock(kind, "k").ConnID != "c3" {
+					t.Fatalf("level %d %s: the old rule changed: %+v", level, kind, r)
+				}
+				continue
+			}
+			if r != refused(CodeClaimPending) {
+				t.Fatalf("%s: fresh ACQUIRE from c3 on b's unclaimed grant: %+v", kind, r)
+			}
+			if l := tb.Lock(kind, "k"); !l.Unclaimed || l.ConnID != "c2" || l.LeaseEndMs != 120+2000 {
+				t.Fatalf("%s: the pending ACQUIRE changed the grant: %+v", kind, l)
+			}
+			// The claim arrives (here the CLAIM recording one answered from
+			// a read on c2); the fresh ACQUIRE proposed again is a re-entry.
+			c := claimCmd(kind, "k", "b", "c2", 125, 2000, 4)
+			c.LeaseAtNow = true
+			if r := tb.Apply(6, c); r != ok(1, 4) {
+				t.Fatalf("%s: claim: %+v", kind, r)
+			}
+			fresh.NowMs = 140
+			want := ok(2, 4)
+			if kind == N {
+				want = refused(CodeHeld)
+			}
+			if r := tb.Apply(7, fresh); r != want {
+				t.Fatalf("%s: fresh ACQUIRE after the claim: %+v, want %+v", kind, r, want)
+			}
+			checkInvariants(t, tb)
+		}
+	}
+	// A claim (a retry) from another connection, and a fresh ACQUIRE on
+	// the grant's own connection, claim as before.
+	for _, claim := range []Command{
+		func() Command { c := acq(R, "k", "b", "c3", 130, 3000, 60000); c.Retry = true; return c }(),
+		acq(R, "k", "b", "c2", 130, 3000, 0),
+	} {
+		tb := NewTable()
+		tb.ApplyLevel(1, EncodeLevel(LevelOwnerMoves))
+		tb.Apply(2, acq(R, "k", "a", "c1", 100, 1000, 0))
+		tb.Apply(3, acq(R, "k", "b", "c2", 110, 2000, 60000))
+		tb.Apply(4, rel(R, "k", "a", 120))
+		if r := tb.Apply(5, claim); r != ok(1, 4) {
+			t.Fatalf("claim on %s (retry %v): %+v", claim.ConnID, claim.Retry, r)
+		}
+		if l := tb.Lock(R, "k"); l.Unclaimed || l.ConnID != claim.ConnID {
+			t.Fatalf("after the claim on %s: %+v", claim.ConnID, l)
+		}
+	}
+}
+
 // The gateway answers a claim from a read and records it with CLAIM; the
 // rule holds only if that leaves every table exactly as the ACQUIRE that
 // claims would. Random streams, and before a third of their commands every

@@ -101,6 +101,7 @@ var codeNames = [...]string{
 	CodeMalformed:      "malformed",
 	CodeTooManyLocks:   "too_many_locks",
 	CodeTooManyWaiters: "too_many_waiters",
+	CodeClaimPending:   "claim_pending",
 }
 
 func (c Code) String() string {

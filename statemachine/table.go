@@ -284,6 +284,17 @@ func (t *Table) acquire(index uint64, cmd Command) Result {
 	t.settle(index, id, l)
 
 	switch {
+	case l.owner == cmd.Owner && l.unclaimed && !cmd.Retry && cmd.ConnID != l.connID && t.level >= LevelOwnerMoves:
+		// A fresh ACQUIRE from the owner on another connection: a client
+		// that reconnected and is re-entering a lock whose claim was just
+		// answered from a read on the old connection (its CLAIM can still
+		// be queued on the old node, behind this in the log), or one that
+		// asks again after losing the answer that queued it. The answer
+		// differs (a re-entry, or a refusal for NON_REENTRANT, against
+		// the claim), so it waits until the grant is claimed or gone: the
+		// gateway proposes it again. Claims come as retries (3.3 clients,
+		// nacoslock) and still claim from any connection.
+		return refused(CodeClaimPending)
 	case l.owner == cmd.Owner && l.unclaimed:
 		// The queued waiter confirms the grant it was notified about.
 		return t.confirm(l, cmd)

@@ -152,6 +152,13 @@ func TestModelAccepts(t *testing.T) {
 			add(acq(0, 0, 2, 10000), granted(1, 5)).
 			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
 			add(acq(1, 60, 61, 1000), granted(1, 60))},
+		// ... it takes effect once the grant is claimed: a re-entry.
+		"fresh acquire from another connection after the claim": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 60}, granted(2, 20)).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Reentrant: true, Wait: 50000, Retry: true, Call: 40, Ret: 41}, granted(1, 20))},
 		"indeterminate acquire may hold": {h: new(histBuilder).
 			add(acq(0, 0, 2, 10000), unknown).
 			add(acq(1, 10, 11, 1000), held).
@@ -236,6 +243,13 @@ func TestModelRejects(t *testing.T) {
 			add(acq(0, 0, 2, 10000), granted(1, 5)).
 			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
 			add(acq(1, 60, 61, 1000), granted(1, 60))},
+		// The grant handed to owner 1 on session 1 is unclaimed; its fresh
+		// ACQUIRE from session 6 cannot claim it.
+		"fresh acquire from another connection claims": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 32}, granted(1, 20))},
 		"reentrant count skips": {h: &histBuilder{ops: reentrant([]lockOutput{granted(1, 5), granted(3, 5)})}},
 		"blind double grant": {h: new(histBuilder).
 			add(acq(0, 0, 2, 1000), granted(1, 5)).

@@ -32,7 +32,9 @@ import (
 //     ACQUIRE or RENEW, a handed-off grant to the waiter's; an owner that
 //     reconnects and renews from its new session keeps the lock when its
 //     old one is cleaned up (a claim answered from a read and recorded
-//     after that renew too: statemachine/DESIGN.md, cluster level 3).
+//     after that renew too: statemachine/DESIGN.md, cluster level 3); a
+//     fresh ACQUIRE (no waiterRetry) from another session never claims
+//     an unclaimed grant: it takes effect once the grant is claimed or gone.
 //
 // Time. Commands carry the proposing node's clock; the table clock is the
 // highest stamp applied. Without clock faults a stamp is taken after the
@@ -531,6 +533,12 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 
 	case opAcquire:
 		switch {
+		case s.holder == in.Owner && s.unclaimed && !in.Retry && in.Sess != s.conn:
+			// A fresh ACQUIRE from another session does not claim: the
+			// server proposes it again until the grant is claimed or gone
+			// (statemachine/DESIGN.md, cluster level 3), so it cannot take
+			// effect at this point.
+			return nil
 		case s.holder == in.Owner && s.unclaimed:
 			// The waiter claims the grant it was handed: count 1, same token.
 			if !unknown && (out.Out != outGranted || (!out.Blind && out.Count != 1)) {
