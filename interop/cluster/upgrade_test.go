@@ -21,37 +21,49 @@ import (
 	"nacos-lockd/protocol"
 )
 
-// baselineTag is the release the version gate counts a member that does
-// not advertise as (statemachine.LevelBaseline): the oldest build a
-// rolling upgrade may start from. It predates CLAIM's LeaseAtNow flag, so
-// a new leader that used it while such a member is in the cluster would
-// make that member refuse the entry and diverge.
-const baselineTag = "v0.15.0"
+// oldBuild is a build a rolling upgrade starts from.
+type oldBuild struct {
+	ref string // a tag, or a commit
+	// commit is the commit a tag names: a clone that brought the history
+	// but not the tags (git clone --no-tags) still has it.
+	commit string
+	level  int // the cluster level it reads; 1 (the baseline) does not advertise
+}
 
-// baselineCommit is the commit the tag names: a clone that brought the
-// history but not the tags (git clone --no-tags) still has it.
-const baselineCommit = "46782b54bdb5e98e11846d769a3e6651dc109ea6"
+var (
+	// baseline is the release the version gate counts a member that does
+	// not advertise as (statemachine.LevelBaseline): the oldest build a
+	// rolling upgrade may start from. It predates CLAIM's LeaseAtNow flag,
+	// so a new leader that used it while such a member is in the cluster
+	// would make that member refuse the entry and diverge.
+	baseline = oldBuild{ref: "v0.15.0", commit: "46782b54bdb5e98e11846d769a3e6651dc109ea6", level: 1}
+	// lastLevel2 is the last build that reads level 2: it answers claims
+	// from a read, with level 2's rules for an owner that moves to another
+	// connection meanwhile (statemachine.LevelOwnerMoves changed them).
+	lastLevel2 = oldBuild{ref: "3913a2280042ee3e4fab7c11cadc30a9c3731f10", level: 2}
+)
 
-// buildRelease builds nacos-lockd as it was at a tag of this repository,
-// from `git archive` into a temp dir (Go's build cache shares what has
-// not changed). A missing tag fails the test: a clone without tags (a
-// shallow CI checkout) would otherwise pass without testing the upgrade.
-func buildRelease(t *testing.T, tag string) string {
+// buildRelease builds nacos-lockd as it was at a tag or commit of this
+// repository, from `git archive` into a temp dir (Go's build cache shares
+// what has not changed). A missing one fails the test: a shallow clone
+// would otherwise pass without testing the upgrade.
+func buildRelease(t *testing.T, old oldBuild) string {
 	t.Helper()
+	tag := old.ref
 	root, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	if err != nil {
 		t.Fatalf("find the repository (the upgrade test builds %s from its tag): %v", tag, err)
 	}
 	repo := strings.TrimSpace(string(root))
 	commit, err := exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", tag+"^{commit}").Output()
-	if err != nil && tag == baselineTag {
-		commit, err = exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", baselineCommit+"^{commit}").Output()
+	if err != nil && old.commit != "" {
+		commit, err = exec.Command("git", "-C", repo, "rev-parse", "--verify", "--quiet", old.commit+"^{commit}").Output()
 		if err == nil {
-			t.Logf("tag %s is missing; building its commit %s", tag, baselineCommit)
+			t.Logf("tag %s is missing; building its commit %s", tag, old.commit)
 		}
 	}
 	if err != nil {
-		t.Fatalf("tag %s is missing from %s: the upgrade test builds the baseline release from it; fetch it (git fetch --tags, or a clone that is not shallow)", tag, repo)
+		t.Fatalf("%s is missing from %s: the upgrade test builds the old build from it; fetch it (git fetch --tags, or a clone that is not shallow)", tag, repo)
 	}
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src")
@@ -87,13 +99,30 @@ func buildRelease(t *testing.T, tag string) string {
 //   - once the last member runs this build the leader raises the level,
 //     every replica applies it, and claims are answered from reads;
 //   - an old build cannot join the cluster once the level has risen.
-func TestRollingUpgradeFromBaseline(t *testing.T) {
-	old := buildRelease(t, baselineTag)
+func TestRollingUpgradeFromBaseline(t *testing.T) { rollingUpgrade(t, baseline) }
+
+// TestRollingUpgradeFromLevel2 is the same from the last build that reads
+// level 2: that build raises its cluster to level 2 and answers claims
+// from reads; while any member runs it the cluster stays at level 2 and
+// every replica applies level 2's rules (the tables stay identical), and
+// once the last member runs this build the level goes to 3.
+func TestRollingUpgradeFromLevel2(t *testing.T) { rollingUpgrade(t, lastLevel2) }
+
+func rollingUpgrade(t *testing.T, from oldBuild) {
+	old := buildRelease(t, from)
 	c := newStoppedCluster(t, 3, 1, fastProps)
 	for _, nd := range c.nodes {
 		nd.Bin = old
 	}
 	c.startAll(3)
+	if from.level > 1 {
+		// The old build's own gate raises its cluster first.
+		for i, nd := range c.nodes[:3] {
+			waitFor(t, fmt.Sprintf("old node %d at cluster level %d", i, from.level), func() bool {
+				return clusterVersion(t, nd).ClusterLevel == from.level
+			})
+		}
+	}
 	isNew := []bool{false, false, false}
 	leader := c.leader()
 	f1, f2 := (leader+1)%3, (leader+2)%3
@@ -115,16 +144,20 @@ func TestRollingUpgradeFromBaseline(t *testing.T) {
 		mixed := !isNew[0] || !isNew[1] || !isNew[2]
 		for i, nd := range c.nodes[:3] {
 			if !isNew[i] {
-				if code, _ := getVersion(t, nd); code != http.StatusNotFound {
+				code, v := getVersion(t, nd)
+				if from.level == 1 && code != http.StatusNotFound {
 					t.Fatalf("%s: old node %d answers GET /v1/cluster/version with %d", name, i, code)
+				}
+				if from.level > 1 && (code != http.StatusOK || v.Reads.Level != from.level) {
+					t.Fatalf("%s: old node %d answers GET /v1/cluster/version with %d, reads level %d", name, i, code, v.Reads.Level)
 				}
 				continue
 			}
 			if mixed {
-				if v := clusterVersion(t, nd); v.ClusterLevel != 1 {
+				if v := clusterVersion(t, nd); v.ClusterLevel != from.level {
 					t.Fatalf("%s: new node %d at cluster level %d while an old build is a member", name, i, v.ClusterLevel)
 				}
-				if n := readClaims(t, nd); n != 0 {
+				if n := readClaims(t, nd); from.level < 2 && n != 0 {
 					t.Fatalf("%s: new node %d answered %v claims from a read while an old build is a member", name, i, n)
 				}
 			}
