@@ -125,13 +125,14 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	return lockReply(cmd.Op, res)
 }
 
-// propose commits cmd. An ACQUIRE the table answers CodeClaimPending (the
-// owner's unclaimed grant is bound to another connection, where its claim
-// may have been answered from a read and not recorded yet) is proposed
-// again, restamped, until the grant is claimed (then it is a re-entry) or
-// gone, or ctx ends: the record comes within milliseconds, or seconds
-// across a leader change, and a grant nobody claimed ends with its
-// connection's cleanup or its lease.
+// propose commits cmd. An ACQUIRE or CANCEL_WAIT the table answers
+// CodeClaimPending (the owner's unclaimed grant is bound to another
+// connection, where its claim may have been answered from a read and not
+// recorded yet) is proposed again, restamped, until the grant is claimed
+// (then it is a re-entry, or a cancel that keeps the lock) or gone, or ctx
+// ends: the record comes within milliseconds, or seconds across a leader
+// change, and a grant nobody claimed ends with its connection's cleanup
+// or its lease.
 func (s *Server) propose(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, error) {
 	backoff := 2 * time.Millisecond
 	for {
@@ -140,12 +141,12 @@ func (s *Server) propose(ctx context.Context, c *conn, cmd statemachine.Command)
 			return res, err
 		}
 		c.log.Debug().Str("key", cmd.Key).Str("owner", cmd.Owner).Dur("backoff", backoff).
-			Msg("acquire from another connection while the owner's grant is unclaimed: proposing again")
+			Str("op", cmd.Op.String()).Msg("command from another connection while the owner's grant is unclaimed: proposing again")
 		t := time.NewTimer(backoff)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return res, fmt.Errorf("acquire while the owner's grant is claimed elsewhere: %w", ctx.Err())
+			return res, fmt.Errorf("%s while the owner's grant may be claimed on another connection: %w", cmd.Op, ctx.Err())
 		case <-t.C:
 		}
 		backoff = min(2*backoff, 100*time.Millisecond)

@@ -206,6 +206,54 @@ func TestFreshAcquireFromAnotherConnectionWaitsForTheClaim(t *testing.T) {
 	}
 }
 
+// A CANCEL_WAIT from the owner of an unclaimed grant on another
+// connection: it may follow a claim answered from a read on the grant's
+// connection, after which it must keep the lock. From LevelOwnerMoves it
+// waits (CodeClaimPending, no change) until the grant is claimed (then it
+// keeps the lock) or gone; below, it gives the grant up at once.
+func TestCancelFromAnotherConnectionWaitsForTheClaim(t *testing.T) {
+	setup := func(level int) *Table {
+		tb := NewTable()
+		tb.ApplyLevel(1, EncodeLevel(level))
+		tb.Apply(2, acq(R, "k", "a", "c1", 100, 1000, 0))
+		tb.Apply(3, acq(R, "k", "b", "c2", 110, 2000, 60000))
+		tb.Apply(4, acq(R, "k", "z", "c9", 111, 2000, 60000))
+		tb.Apply(5, rel(R, "k", "a", 120)) // b granted on c2, unclaimed, token 5; z queued
+		return tb
+	}
+	done := Result{Code: CodeOK, WaitPosition: -1}
+	tb := setup(LevelGate)
+	if r := tb.Apply(6, cancelWait(R, "k", "b", "c3", 130)); r != done || tb.Lock(R, "k").Owner != "z" {
+		t.Fatalf("level 2: the cancel from c3 did not give the grant up: %+v %+v", r, tb.Lock(R, "k"))
+	}
+	tb = setup(LevelOwnerMoves)
+	if r := tb.Apply(6, cancelWait(R, "k", "b", "c3", 130)); r != refused(CodeClaimPending) {
+		t.Fatalf("cancel from c3 before the claim: %+v", r)
+	}
+	if l := tb.Lock(R, "k"); l.Owner != "b" || !l.Unclaimed || len(l.Waiters) != 1 {
+		t.Fatalf("the pending cancel changed the lock: %+v", l)
+	}
+	c := claimCmd(R, "k", "b", "c2", 125, 2000, 5)
+	c.LeaseAtNow = true
+	if r := tb.Apply(7, c); r != ok(1, 5) {
+		t.Fatalf("claim: %+v", r)
+	}
+	if r := tb.Apply(8, cancelWait(R, "k", "b", "c3", 140)); r != done {
+		t.Fatalf("cancel after the claim: %+v", r)
+	}
+	if l := tb.Lock(R, "k"); l.Owner != "b" || l.Unclaimed {
+		t.Fatalf("the cancel after the claim gave the lock up: %+v", l)
+	}
+	// Never claimed: once the grant's connection is cleaned up the grant
+	// is gone, and the cancel proposed again changes nothing more.
+	tb = setup(LevelOwnerMoves)
+	tb.Apply(6, cleanup("c2", 130))
+	if r := tb.Apply(7, cancelWait(R, "k", "b", "c3", 140)); r != done || tb.Lock(R, "k").Owner != "z" {
+		t.Fatalf("cancel after c2's cleanup: %+v %+v", r, tb.Lock(R, "k"))
+	}
+	checkInvariants(t, tb)
+}
+
 // The gateway answers a claim from a read and records it with CLAIM; the
 // rule holds only if that leaves every table exactly as the ACQUIRE that
 // claims would. Random streams, and before a third of their commands every

@@ -17,12 +17,13 @@ const (
 	CodeMalformed                  // the entry could not be decoded or is not a valid command
 	CodeTooManyLocks               // ACQUIRE of a new lock while the table holds MaxLocks
 	CodeTooManyWaiters             // ACQUIRE that would queue beyond MaxWaiters
-	// CodeClaimPending: a fresh ACQUIRE (no waiterRetry) from the owner of
-	// an unclaimed grant bound to another connection, from cluster level
-	// LevelOwnerMoves. The grant's claim may have been answered from a
-	// read there and not be recorded yet, and whether this is a re-entry
-	// depends on it; the gateway proposes the ACQUIRE again until the grant
-	// is claimed or gone (DESIGN.md, A claim in no entry of its own).
+	// CodeClaimPending: a fresh ACQUIRE (no waiterRetry) or a CANCEL_WAIT
+	// from the owner of an unclaimed grant bound to another connection,
+	// from cluster level LevelOwnerMoves. The grant's claim may have been
+	// answered from a read there and not be recorded yet, and the answer
+	// depends on it (a re-entry or a claim; keeping the lock or giving it
+	// up); the gateway proposes the command again until the grant is
+	// claimed or gone (DESIGN.md, A claim in no entry of its own).
 	CodeClaimPending
 )
 

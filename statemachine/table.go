@@ -436,6 +436,12 @@ func (t *Table) cancelWait(index uint64, cmd Command) Result {
 	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l)
+	if l.owner == cmd.Owner && l.unclaimed && cmd.ConnID != l.connID && t.level >= LevelOwnerMoves {
+		// As for a fresh ACQUIRE (see acquire): from another connection
+		// this may follow a claim answered from a read whose CLAIM is not
+		// in the log yet, and then it must keep the lock, not give it up.
+		return refused(CodeClaimPending)
+	}
 	l.removeWaiter(cmd.Owner)
 	if l.owner == cmd.Owner && l.unclaimed {
 		// The waiter gave up just as the lock reached it: pass it on.

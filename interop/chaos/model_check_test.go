@@ -250,6 +250,25 @@ func TestModelRejects(t *testing.T) {
 			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
 			add(rel(0, 20, 21), released(0)).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 32}, granted(1, 20))},
+		// Owner 1 claimed on session 1; its cancel from session 6 cannot
+		// have given the lock up to owner 2.
+		"cancel from another connection gives a claimed grant up": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(acqWait(2, 12, 13, 10000, 50000), queued(1)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Wait: 50000, Retry: true, Call: 31, Ret: 32}, granted(1, 20)).
+			add(lockInput{Op: opCancel, Owner: 1, Sess: 6, Call: 40, Ret: 41}, ok).
+			add(lockInput{Op: opAcquire, Owner: 2, Sess: 2, Lease: 10000, Wait: 50000, Retry: true, Call: 50, Ret: 51}, granted(1, 40))},
+		// Not claimed, but its cancel from session 6 cannot give the grant
+		// up either: the server waits until the grant is claimed or gone.
+		"cancel from another connection gives an unclaimed grant up": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(acqWait(2, 12, 13, 10000, 50000), queued(1)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opCancel, Owner: 1, Sess: 6, Call: 40, Ret: 41}, ok).
+			add(lockInput{Op: opAcquire, Owner: 2, Sess: 2, Lease: 10000, Wait: 50000, Retry: true, Call: 50, Ret: 51}, granted(1, 20))},
 		"reentrant count skips": {h: &histBuilder{ops: reentrant([]lockOutput{granted(1, 5), granted(3, 5)})}},
 		"blind double grant": {h: new(histBuilder).
 			add(acq(0, 0, 2, 1000), granted(1, 5)).

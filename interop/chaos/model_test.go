@@ -33,8 +33,9 @@ import (
 //     reconnects and renews from its new session keeps the lock when its
 //     old one is cleaned up (a claim answered from a read and recorded
 //     after that renew too: statemachine/DESIGN.md, cluster level 3); a
-//     fresh ACQUIRE (no waiterRetry) from another session never claims
-//     an unclaimed grant: it takes effect once the grant is claimed or gone.
+//     fresh ACQUIRE (no waiterRetry) or a CANCEL_WAIT from another session
+//     never claims or gives up an unclaimed grant: it takes effect once
+//     the grant is claimed or gone.
 //
 // Time. Commands carry the proposing node's clock; the table clock is the
 // highest stamp applied. Without clock faults a stamp is taken after the
@@ -646,6 +647,9 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 		return []lockState{lease(n, in.Lease)}
 
 	case opCancel:
+		if s.holder == in.Owner && s.unclaimed && in.Sess != s.conn {
+			return nil // as a fresh ACQUIRE from another session, above
+		}
 		if !unknown && out.Out != outOK {
 			return nil
 		}
