@@ -27,10 +27,12 @@ const (
 	// so claims answered from a read) and snapshot format 4 (format 3
 	// plus the level).
 	LevelGate = 2
-	// LevelOwnerMoves changes how a CLAIM applies, not an encoding:
-	// a CLAIM whose grant the owner's RENEW moved to another connection
-	// after the read that answered it leaves the grant there (table.claim).
-	// Replicas must agree on the rule, so it follows the level entry.
+	// LevelOwnerMoves changes apply rules, not an encoding: for an owner
+	// that moves to another connection while the CLAIM of a claim answered
+	// from a read is not yet in the log (its RENEW there claims the grant,
+	// the CLAIM then changes nothing, its fresh ACQUIRE or CANCEL_WAIT
+	// there waits: DESIGN.md). Replicas must agree on the rules, so they
+	// follow the level entry.
 	LevelOwnerMoves = 3
 	// MaxLevel is the highest level this build reads.
 	MaxLevel = LevelOwnerMoves

@@ -351,8 +351,9 @@ func (t *Table) confirm(l *lockState, cmd Command) Result {
 
 // claim records a claim answered from a read: the same change as the
 // ACQUIRE that claims, but only for the very grant the read saw (owner,
-// token, still unclaimed). Anything else, and it changes nothing but the
-// settle every command on the lock does.
+// token, still unclaimed; from level 3 that grant claimed already is a
+// success that changes nothing). Anything else, and it changes nothing but
+// the settle every command on the lock does.
 func (t *Table) claim(index uint64, cmd Command) Result {
 	id := lockID{cmd.Kind, cmd.Key}
 	l, ok := t.find(id)
@@ -362,21 +363,17 @@ func (t *Table) claim(index uint64, cmd Command) Result {
 	t.unindex(l)
 	defer t.done(id, l)
 	t.settle(index, id, l)
+	if l.owner == cmd.Owner && l.token == cmd.Token && !l.unclaimed && t.level >= LevelOwnerMoves {
+		// The grant the read saw, claimed since: only the owner's own
+		// commands from another connection can have done that (on the
+		// claim's connection they come after this record), a RENEW (see
+		// renew) or a claim it sent again there. The claim answered from
+		// the read is in effect already; the record changes nothing, and
+		// the connection is not dropped for it.
+		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
+	}
 	if l.owner != cmd.Owner || !l.unclaimed || l.token != cmd.Token {
 		return refused(CodeNotFound)
-	}
-	if l.connID != cmd.ConnID && t.level >= LevelOwnerMoves {
-		// The read that answered the claim saw the grant bound to the
-		// claim's connection, and an ACQUIRE would have claimed it, so only
-		// the owner's RENEW from another connection (a client that
-		// reconnected) can have moved it since. In the sequential history
-		// the claim came first, at the read, and that renew after it: the
-		// grant stays on the renew's connection and lease, now claimed.
-		// Binding it back, as confirm does (and did below this level), let
-		// the old connection's cleanup free a lock its owner was renewing.
-		l.unclaimed = false
-		l.removeWaiter(cmd.Owner)
-		return Result{Code: CodeOK, Count: l.count, WaitPosition: -1, Token: l.token}
 	}
 	return t.confirm(l, cmd)
 }
@@ -421,6 +418,20 @@ func (t *Table) renew(index uint64, cmd Command) Result {
 		return refused(CodeNotFound)
 	case l.owner != cmd.Owner:
 		return refused(CodeNotOwner)
+	}
+	if l.unclaimed && cmd.ConnID != l.connID && t.level >= LevelOwnerMoves {
+		// The owner renews a grant it has not claimed, from another
+		// connection: only a client told it holds the lock renews it, so
+		// its claim was answered from a read on the grant's connection and
+		// its CLAIM is not in the log yet (it is queued on that node; this
+		// renew came through another). In the sequential history the claim
+		// came first: the grant is claimed now, and the CLAIM changes
+		// nothing when it comes (see claim). Left unclaimed and moved here,
+		// the CLAIM bound it back to the old connection, whose cleanup
+		// freed a lock its owner was renewing, and a re-entry here counted
+		// it as the claim.
+		l.unclaimed = false
+		l.removeWaiter(cmd.Owner)
 	}
 	l.leaseEnd = t.leaseEnd(cmd.LeaseMs)
 	l.connID = cmd.ConnID // a watchdog renewing after a reconnect moves the lock to its new connection

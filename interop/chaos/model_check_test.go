@@ -159,6 +159,14 @@ func TestModelAccepts(t *testing.T) {
 			add(rel(0, 20, 21), released(0)).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 60}, granted(2, 20)).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Reentrant: true, Wait: 50000, Retry: true, Call: 40, Ret: 41}, granted(1, 20))},
+		// A renew from another session claims the grant (its claim was
+		// answered from a read, recorded later): a re-entry counts 2.
+		"renew from another connection claims": {h: new(histBuilder).
+			add(acq(0, 0, 2, 10000), granted(1, 5)).
+			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+			add(rel(0, 20, 21), released(0)).
+			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
+			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 50, Ret: 51}, granted(2, 20))},
 		"indeterminate acquire may hold": {h: new(histBuilder).
 			add(acq(0, 0, 2, 10000), unknown).
 			add(acq(1, 10, 11, 1000), held).

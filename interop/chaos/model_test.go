@@ -31,8 +31,9 @@ import (
 //   - a lock is bound to the connection (session) of the owner's latest
 //     ACQUIRE or RENEW, a handed-off grant to the waiter's; an owner that
 //     reconnects and renews from its new session keeps the lock when its
-//     old one is cleaned up (a claim answered from a read and recorded
-//     after that renew too: statemachine/DESIGN.md, cluster level 3); a
+//     old one is cleaned up, and that renew claims a grant it finds
+//     unclaimed (a claim answered from a read and recorded after the
+//     renew: statemachine/DESIGN.md, cluster level 3); a
 //     fresh ACQUIRE (no waiterRetry) or a CANCEL_WAIT from another session
 //     never claims or gives up an unclaimed grant: it takes effect once
 //     the grant is claimed or gone.
@@ -641,8 +642,13 @@ func (m stepper) apply(s lockState, in lockInput, out lockOutput, ret int64) []l
 			return nil
 		}
 		// A renew from another session (a client that reconnected) moves
-		// the lock to it.
+		// the lock to it, and claims a grant it renews unclaimed (only a
+		// client told it holds the lock renews it).
 		n := s.clone()
+		if n.unclaimed && in.Sess != n.conn {
+			n.unclaimed = false
+			n.q = slices.DeleteFunc(n.q, func(w waiterState) bool { return w.owner == in.Owner })
+		}
 		n.conn = in.Sess
 		return []lockState{lease(n, in.Lease)}
 
