@@ -62,6 +62,15 @@ var (
 
 func queued(pos int32) lockOutput { return lockOutput{Out: outQueued, Pos: pos} }
 
+// handedToOne starts a history in which owner 0 holds the lock and
+// releases it to owner 1, queued on session 1: an unclaimed grant.
+func handedToOne() *histBuilder {
+	return new(histBuilder).
+		add(acq(0, 0, 2, 10000), granted(1, 5)).
+		add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
+		add(rel(0, 20, 21), released(0))
+}
+
 // check runs the model over b; lost maps a session to when it was lost.
 func check(t *testing.T, lost map[int32]int64, b *histBuilder) porcupine.CheckResult {
 	t.Helper()
@@ -138,10 +147,7 @@ func TestModelAccepts(t *testing.T) {
 		// The same after a claim: a waiter queued on session 1 claims the
 		// grant there, then renews from session 6 before session 1 is gone
 		// (the order a claim recorded after that renew must keep).
-		"claimed grant moved by a renew": {lost: map[int32]int64{1: 60}, h: new(histBuilder).
-			add(acq(0, 0, 2, 10000), granted(1, 5)).
-			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
-			add(rel(0, 20, 21), released(0)).
+		"claimed grant moved by a renew": {lost: map[int32]int64{1: 60}, h: handedToOne().
 			add(lockInput{Op: opNotify, Owner: 1, Call: 10, Ret: 30}, ok).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Wait: 50000, Retry: true, Call: 31, Ret: 32}, granted(1, 20)).
 			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
@@ -153,18 +159,12 @@ func TestModelAccepts(t *testing.T) {
 			add(lockInput{Op: opRenew, Owner: 0, Sess: 5, Lease: 10000, Call: 10, Ret: 11}, ok).
 			add(acq(1, 60, 61, 1000), granted(1, 60))},
 		// ... it takes effect once the grant is claimed: a re-entry.
-		"fresh acquire from another connection after the claim": {h: new(histBuilder).
-			add(acq(0, 0, 2, 10000), granted(1, 5)).
-			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
-			add(rel(0, 20, 21), released(0)).
+		"fresh acquire from another connection after the claim": {h: handedToOne().
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 60}, granted(2, 20)).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Reentrant: true, Wait: 50000, Retry: true, Call: 40, Ret: 41}, granted(1, 20))},
 		// A renew from another session claims the grant (its claim was
 		// answered from a read, recorded later): a re-entry counts 2.
-		"renew from another connection claims": {h: new(histBuilder).
-			add(acq(0, 0, 2, 10000), granted(1, 5)).
-			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
-			add(rel(0, 20, 21), released(0)).
+		"renew from another connection claims": {h: handedToOne().
 			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 50, Ret: 51}, granted(2, 20))},
 		"indeterminate acquire may hold": {h: new(histBuilder).
@@ -240,10 +240,7 @@ func TestModelRejects(t *testing.T) {
 		// What the level-2 CLAIM rule did when it applied after such a
 		// renew: the first session's cleanup freed the lock, so its owner,
 		// renewing from the new one, lost it.
-		"cleanup of a connection the lock moved off": {lost: map[int32]int64{1: 60}, h: new(histBuilder).
-			add(acq(0, 0, 2, 10000), granted(1, 5)).
-			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
-			add(rel(0, 20, 21), released(0)).
+		"cleanup of a connection the lock moved off": {lost: map[int32]int64{1: 60}, h: handedToOne().
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 1, Lease: 10000, Wait: 50000, Retry: true, Call: 31, Ret: 32}, granted(1, 20)).
 			add(lockInput{Op: opRenew, Owner: 1, Sess: 6, Lease: 10000, Call: 40, Ret: 41}, ok).
 			add(lockInput{Op: opRelease, Owner: 1, Sess: 6, Call: 110, Ret: 111}, lockOutput{Out: outNotFound})},
@@ -253,10 +250,7 @@ func TestModelRejects(t *testing.T) {
 			add(acq(1, 60, 61, 1000), granted(1, 60))},
 		// The grant handed to owner 1 on session 1 is unclaimed; its fresh
 		// ACQUIRE from session 6 cannot claim it.
-		"fresh acquire from another connection claims": {h: new(histBuilder).
-			add(acq(0, 0, 2, 10000), granted(1, 5)).
-			add(acqWait(1, 10, 11, 10000, 50000), queued(0)).
-			add(rel(0, 20, 21), released(0)).
+		"fresh acquire from another connection claims": {h: handedToOne().
 			add(lockInput{Op: opAcquire, Owner: 1, Sess: 6, Lease: 10000, Reentrant: true, Call: 31, Ret: 32}, granted(1, 20))},
 		// Owner 1 claimed on session 1; its cancel from session 6 cannot
 		// have given the lock up to owner 2.
