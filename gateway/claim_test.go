@@ -41,7 +41,18 @@ func startNodeServerOn(t *testing.T, window time.Duration, wrap func(*replica.No
 // open. Cleanup calls it too.
 func serveNode(t *testing.T, window time.Duration, wrap func(*replica.Node) Table) (string, *Server, *replica.Node, func() error) {
 	t.Helper()
-	srv, err := New(Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0", Transport: testTransport()}, zerolog.Nop())
+	return serveNodeWith(t, window, wrap, nil)
+}
+
+// serveNodeWith is serveNode with the gateway's Config changed by set
+// first (nil: the defaults).
+func serveNodeWith(t *testing.T, window time.Duration, wrap func(*replica.Node) Table, set func(*Config)) (string, *Server, *replica.Node, func() error) {
+	t.Helper()
+	cfg := Config{Metrics: prometheus.NewRegistry(), ListenAddr: "127.0.0.1:0", Transport: testTransport()}
+	if set != nil {
+		set(&cfg)
+	}
+	srv, err := New(cfg, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +184,7 @@ func TestClaimFromReadIsRecordedBeforeWhatFollows(t *testing.T) {
 // count 2, and the lock moves to the new connection) or gone (then it is
 // an ACQUIRE like any other: here a fresh grant with a new token).
 func TestAcquireFromAnotherConnectionWaitsForTheGrantsClaim(t *testing.T) {
-	addr, _, node := startNodeServer(t, 0)
+	addr, srv, node := startNodeServer(t, 0)
 	ts := &testServer{addr: addr}
 	for _, claimed := range []bool{true, false} {
 		key := fmt.Sprintf("job-%v", claimed)
@@ -221,12 +232,99 @@ func TestAcquireFromAnotherConnectionWaitsForTheGrantsClaim(t *testing.T) {
 		if err != nil || l.Owner != "w:7" || l.Unclaimed || l.ConnID != moved.ConnectionID() {
 			t.Fatalf("claimed %v: %+v %v", claimed, l, err)
 		}
+		if got := testutil.ToFloat64(srv.m.claimPending.WithLabelValues("acquire")); got < 2 {
+			t.Fatalf("claimed %v: %v proposals counted as claim_pending over 300 ms; want several", claimed, got)
+		}
 		if claimed && (a.r.LockResult.ReentrantCount != 2 || a.r.LockResult.FencingToken != grant.Token || l.Count != 2) {
 			t.Fatalf("re-entry after the claim: %+v, lock %+v; want count 2 and token %d", a.r.LockResult, l, grant.Token)
 		}
 		if !claimed && (a.r.LockResult.ReentrantCount != 1 || a.r.LockResult.FencingToken <= grant.Token) {
 			t.Fatalf("acquire after the grant was given up: %+v; want count 1 and a token above %d", a.r.LockResult, grant.Token)
 		}
+	}
+}
+
+// The owner's CANCEL_WAIT from a third connection, while its grant is
+// unclaimed on the waiter's, is not answered until the grant is claimed:
+// the claim may already have been answered from a read elsewhere, so
+// giving the grant up would take the lock from a client told it holds it.
+// Once claimed, the cancel leaves the lock held (the owner holds it; it
+// no longer waits).
+func TestCancelFromAnotherConnectionWaitsForTheGrantsClaim(t *testing.T) {
+	addr, srv, node := startNodeServer(t, 0)
+	ts := &testServer{addr: addr}
+	holder, waiter, moved := dial(t, ts), dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	done := make(chan *protocol.LockOperationResponse, 1)
+	go func() {
+		ctx, cancel := client.Timeout(5 * time.Second)
+		defer cancel()
+		r, err := moved.Lock(ctx, protocol.OpCancelWait, gen2("job", "REENTRANT", "w:7", -1, 300000))
+		if err != nil {
+			r = nil
+		}
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("the CANCEL_WAIT from another connection was answered before the grant was claimed: %+v", r)
+	case <-time.After(300 * time.Millisecond):
+	}
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 {
+		t.Fatalf("claim: %+v", r.LockResult)
+	}
+	var r *protocol.LockOperationResponse
+	select {
+	case r = <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the CANCEL_WAIT never answered after the claim")
+	}
+	if r == nil || r.ResultCode != 200 {
+		t.Fatalf("cancel after the claim: %+v", r)
+	}
+	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || l.Owner != "w:7" || l.Unclaimed || l.Count != 1 {
+		t.Fatalf("the cancel after the claim gave the lock up: %+v %v", l, err)
+	}
+	if got := testutil.ToFloat64(srv.m.claimPending.WithLabelValues("cancel_wait")); got < 2 {
+		t.Fatalf("%v cancels counted as claim_pending over 300 ms; want several", got)
+	}
+}
+
+// A command that waits for the owner's grant to be claimed elsewhere waits
+// only as long as the request may take: when its deadline passes with the
+// grant still unclaimed, it is answered as a write that did not commit
+// (it changed nothing), and the grant is left as it was.
+func TestCommandWaitingForAClaimEndsAtTheRequestDeadline(t *testing.T) {
+	addr, srv, node, _ := serveNodeWith(t, 0, nil, func(c *Config) { c.RequestTimeout = 700 * time.Millisecond })
+	ts := &testServer{addr: addr}
+	holder, waiter, moved := dial(t, ts), dial(t, ts), dial(t, ts)
+	handOff(t, holder, waiter, "job", "w:7")
+	grant, err := node.Lock(statemachine.KindReentrant, "job")
+	if err != nil || !grant.Unclaimed {
+		t.Fatalf("before: %+v %v", grant, err)
+	}
+	start := time.Now()
+	r := lockCall(t, moved, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, -1))
+	if took := time.Since(start); took < 600*time.Millisecond {
+		t.Fatalf("answered after %v, before the request's deadline: %+v", took, r)
+	}
+	if r.ResultCode != 500 || r.Result || r.Message != writeFailure(protocol.OpAcquire) {
+		t.Fatalf("an ACQUIRE that timed out waiting for the claim: %+v; want resultCode 500 %q", r, writeFailure(protocol.OpAcquire))
+	}
+	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || l.Owner != "w:7" || !l.Unclaimed ||
+		l.Count != grant.Count || l.Token != grant.Token || l.ConnID != waiter.ConnectionID() {
+		t.Fatalf("the timed-out ACQUIRE changed the grant: %+v %v; was %+v", l, err, grant)
+	}
+	if got := testutil.ToFloat64(srv.m.requests.WithLabelValues("acquire", "unavailable")); got != 1 {
+		t.Fatalf("acquires counted unavailable: %v, want 1", got)
+	}
+	// The grant is still the waiter's to claim.
+	claim := gen2("job", "REENTRANT", "w:7", -1, 300000)
+	claim.WaiterRetry = true
+	if r := lockCall(t, waiter, protocol.OpAcquire, claim); !r.Result || r.LockResult.ReentrantCount != 1 || r.LockResult.FencingToken != grant.Token {
+		t.Fatalf("claim after the timed-out ACQUIRE: %+v", r.LockResult)
 	}
 }
 

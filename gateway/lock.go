@@ -140,6 +140,7 @@ func (s *Server) propose(ctx context.Context, c *conn, cmd statemachine.Command)
 		if err != nil || res.Code != statemachine.CodeClaimPending {
 			return res, err
 		}
+		s.m.proposedAgain(cmd.Op)
 		c.log.Debug().Str("key", cmd.Key).Str("owner", cmd.Owner).Dur("backoff", backoff).
 			Str("op", cmd.Op.String()).Msg("command from another connection while the owner's grant is unclaimed: proposing again")
 		t := time.NewTimer(backoff)

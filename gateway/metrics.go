@@ -50,11 +50,14 @@ type metrics struct {
 	waitTime    prometheus.Histogram
 	handoff     prometheus.Histogram
 	readClaims  *prometheus.CounterVec
-	holdTime    prometheus.Histogram
-	endings     *prometheus.CounterVec // how holds end: release, expiry
-	cleanups    *prometheus.CounterVec // reason: disconnect, node_down
-	authFails   *prometheus.CounterVec // reason: unauthenticated, forbidden
-	limits      *prometheus.CounterVec // limit
+	// claimPending: commands proposed again while the owner's grant may
+	// be claimed on another connection (Server.propose), by op.
+	claimPending *prometheus.CounterVec
+	holdTime     prometheus.Histogram
+	endings      *prometheus.CounterVec // how holds end: release, expiry
+	cleanups     *prometheus.CounterVec // reason: disconnect, node_down
+	authFails    *prometheus.CounterVec // reason: unauthenticated, forbidden
+	limits       *prometheus.CounterVec // limit
 
 	// The SDK port's transport, the same on both (--transport): its
 	// connections (trackedListener) and the calls it hands the gateway,
@@ -137,6 +140,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_lock_wait_seconds", Help: "Time from a waiter's first queued ACQUIRE to its grant being claimed.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}),
 		readClaims: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_lock_read_claims_total", Help: "Claims of a pushed grant answered from a linearizable read: answered, and record_failed for those whose record was not committed or was refused (the connection is then dropped)."}, []string{"result"}),
+		claimPending: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nacoslockd_lock_claim_pending_total", Help: "ACQUIREs and CANCEL_WAITs proposed again because the owner's grant was unclaimed and bound to another connection, where its claim may have been answered from a read and not recorded yet: one per proposal the table answered claim_pending."}, []string{"op"}),
 		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_handoff_seconds", Help: "Time from a freed lock being granted to the next waiter (same Raft entry as the release) to that waiter claiming it.", Buckets: latencyBuckets}),
 		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -178,7 +183,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.connErrors.WithLabelValues(code)
 	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.readClaims, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
+		m.waitTime, m.handoff, m.readClaims, m.claimPending, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
 		m.transportConns, m.transportAccepted, started, handled, m.connErrors)
 	nacosGauge := func(name string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -202,6 +207,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m.pushMissed = m.pushes.WithLabelValues("lock_notification_ahead", "missed")
 	for _, r := range readClaimLabels {
 		m.readClaimCount = append(m.readClaimCount, m.readClaims.WithLabelValues(r))
+	}
+	for _, op := range []statemachine.Op{statemachine.OpAcquire, statemachine.OpCancelWait} {
+		m.claimPending.WithLabelValues(opLabel(op))
 	}
 	m.endedByRelease = m.endings.WithLabelValues("release")
 	m.endedByExpiry = m.endings.WithLabelValues("expiry")
@@ -390,6 +398,17 @@ func (m *metrics) readClaim(result string) {
 		return
 	}
 	m.readClaims.WithLabelValues(result).Inc()
+}
+
+// proposedAgain counts a command the table answered CodeClaimPending,
+// which Server.propose proposes again. It is rare (a client that moved to
+// this node right after a claim answered elsewhere), so the series is
+// looked up by label.
+func (m *metrics) proposedAgain(op statemachine.Op) {
+	if m == nil {
+		return
+	}
+	m.claimPending.WithLabelValues(opLabel(op)).Inc()
 }
 
 func (m *metrics) grantPushed(n statemachine.Notification) {
