@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -85,6 +86,7 @@ type conn struct {
 	wmu          sync.Mutex
 	wcond        *sync.Cond
 	bw           *bufio.Writer
+	sock         *sockWriter // under bw on a plain connection (nil with TLS)
 	henc         *hpack.Encoder
 	hbuf         bytes.Buffer
 	sendWin      int64 // the client's connection window for our DATA
@@ -212,7 +214,17 @@ func (c *conn) handshake() error {
 	}
 	c.ctx = peer.NewContext(context.Background(), p)
 	c.br = bufio.NewReaderSize(rw, bufSize)
-	c.bw = bufio.NewWriterSize(rw, bufSize)
+	if c.s.tls == nil {
+		c.sock = &sockWriter{w: rw}
+		if sc, ok := rw.(syscall.Conn); ok {
+			if raw, err := sc.SyscallConn(); err == nil {
+				c.sock.raw = raw
+			}
+		}
+		c.bw = bufio.NewWriterSize(c.sock, bufSize)
+	} else {
+		c.bw = bufio.NewWriterSize(rw, bufSize)
+	}
 	c.fr = http2.NewFramer(c.bw, c.br)
 	c.fr.SetReuseFrames()
 	c.fr.SetMaxReadFrameSize(16384) // HTTP/2's default; we advertise no other

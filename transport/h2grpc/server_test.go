@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -56,6 +57,12 @@ type tagConn struct {
 }
 
 func (c tagConn) RemoteAddr() net.Addr { return c.a }
+
+// SyscallConn is the socket's, as the gateway's trackedConn gives it, so
+// that TryReply can write to it.
+func (c tagConn) SyscallConn() (syscall.RawConn, error) {
+	return c.Conn.(syscall.Conn).SyscallConn()
+}
 
 type testServer struct {
 	*Server

@@ -57,7 +57,8 @@ type stream struct {
 	md   mdFields
 	inMD lazyMD
 
-	countedUnary bool // in c.unaryInFlight (under c.wmu)
+	countedUnary bool        // in c.unaryInFlight (under c.wmu)
+	replied      atomic.Bool // TryReply wrote the response
 	releaseOnce  sync.Once
 	finishing    bool // counted in c.finishing (under c.mu)
 }
@@ -90,6 +91,9 @@ func (st *stream) run() {
 	}
 	resp, err := st.c.s.h.Unary(&st.hctx, req)
 	st.markFinishing()
+	if st.replied.Load() {
+		return // TryReply wrote the response
+	}
 	if err != nil {
 		code, msg := statusOf(err)
 		_ = st.write(nil, true, code, msg)
@@ -173,9 +177,14 @@ func (s *Server) marshal(p *pb.Payload) (*[]byte, error) {
 // code and msg, and flushes: one write syscall for a whole unary response.
 // A push to a client that does not read waits here for its window.
 func (st *stream) write(data []byte, end bool, code codes.Code, msg string) error {
+	st.c.wmu.Lock()
+	defer st.c.wmu.Unlock()
+	return st.writeLocked(data, end, code, msg)
+}
+
+// writeLocked is write with c.wmu held.
+func (st *stream) writeLocked(data []byte, end bool, code codes.Code, msg string) error {
 	c := st.c
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
 	if end {
 		st.uncountLocked()
 	}
@@ -457,4 +466,66 @@ func putBuf(b *[]byte) {
 		return
 	}
 	bufPool.Put(b)
+}
+
+// TryReply writes the response of a unary call from a goroutine other
+// than its handler's, if it can do so without waiting for anything: the
+// connection's write lock is free, the client's windows take the whole
+// message, and nothing written earlier is still waiting for the socket.
+// The socket gets one write that does not wait (whatever it does not
+// take goes out from another goroutine, ahead of any later frame). It
+// reports whether it wrote; then the response the handler returns is
+// dropped. Otherwise nothing was written, and the handler answers.
+//
+// It is for a caller that must not block: the gateway answers a waiter's
+// claim from Raft's apply goroutine the moment the grant applies
+// (gateway/DESIGN.md, "Claims answered from a read"). ctx is the
+// handler's own context; any other (a call of another transport, a
+// context derived from the handler's) gets false, as does a TLS
+// connection, whose records cannot be written part way.
+func TryReply(ctx context.Context, p *pb.Payload) bool {
+	if !CanTryReply(ctx) {
+		return false
+	}
+	st := ctx.(*callCtx).st
+	c := st.c
+	buf, err := c.s.marshal(p)
+	if err != nil {
+		return false
+	}
+	defer putBuf(buf)
+	if !c.wmu.TryLock() {
+		return false
+	}
+	defer c.wmu.Unlock()
+	n := int64(len(*buf))
+	if st.writableLocked() != nil || len(c.sock.spill) > 0 ||
+		n > st.sendWin || n > c.sendWin || n > int64(c.peerMaxFrame) {
+		return false
+	}
+	c.sock.try = true
+	err = st.writeLocked(*buf, true, codes.OK, "")
+	c.sock.try = false
+	if len(c.sock.spill) > 0 {
+		go c.sendSpill()
+	}
+	if err != nil {
+		return false // the connection failed: the handler's write fails too
+	}
+	st.replied.Store(true)
+	return true
+}
+
+// CanTryReply reports whether ctx is a unary call's on a connection that
+// TryReply can write to.
+func CanTryReply(ctx context.Context) bool {
+	cc, ok := ctx.(*callCtx)
+	return ok && !cc.st.bidi && cc.st.c.sock != nil && cc.st.c.sock.raw != nil
+}
+
+// Replied reports whether TryReply wrote the response of the call whose
+// handler context ctx is.
+func Replied(ctx context.Context) bool {
+	cc, ok := ctx.(*callCtx)
+	return ok && cc.st.replied.Load()
 }

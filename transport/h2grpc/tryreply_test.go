@@ -1,0 +1,188 @@
+package h2grpc
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"nacos-lockd/interop/testcerts"
+	"nacos-lockd/protocol/pb"
+)
+
+// replyFromAnotherGoroutine is a handler that calls TryReply with
+// "early"+body from a goroutine of its own, then returns "late"+body: the
+// client sees which one was written.
+func replyFromAnotherGoroutine(t *testing.T, before func(ctx context.Context)) func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+	return func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+		body := string(p.GetBody().GetValue())
+		if before != nil {
+			before(ctx)
+		}
+		done := make(chan bool)
+		go func() { done <- TryReply(ctx, payload("R", "early"+body)) }()
+		wrote := <-done
+		if wrote != Replied(ctx) {
+			t.Errorf("TryReply reported %v, Replied %v", wrote, Replied(ctx))
+		}
+		return payload("R", "late"+body), nil
+	}
+}
+
+// A response TryReply writes reaches the client in place of the
+// handler's, and the connection goes on: HPACK state, stream accounting
+// and later calls (many, also concurrent) are as after a normal response.
+func TestTryReplyWritesTheResponseFromAnotherGoroutine(t *testing.T) {
+	s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+	client := pb.NewRequestClient(dial(t, s.addr))
+	ctx := testCtx(t)
+	for i := range 50 {
+		body := strings.Repeat("x", i*50)
+		r, err := client.Request(ctx, payload("T", body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(r.GetBody().GetValue()); got != "early"+body {
+			t.Fatalf("call %d answered %.20q..., want the early reply", i, got)
+		}
+	}
+	errs := make(chan error, 8)
+	for range 8 {
+		go func() {
+			r, err := client.Request(ctx, payload("T", "c"))
+			if err == nil && string(r.GetBody().GetValue()) != "earlyc" {
+				err = io.ErrUnexpectedEOF
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Fatalf("concurrent call: %v", err)
+		}
+	}
+}
+
+// TryReply writes nothing where it would have to wait or cannot write
+// part of a message: the write lock held by another writer, a message
+// larger than the client's window, a TLS connection, or a context that is
+// not the handler's own. The handler's response is then the one the
+// client gets.
+func TestTryReplyDeclinesWhatWouldWait(t *testing.T) {
+	ctx := testCtx(t)
+	t.Run("write lock held", func(t *testing.T) {
+		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, func(ctx context.Context) {
+			c := ctx.(*callCtx).st.c
+			c.wmu.Lock()
+			go func() { time.Sleep(50 * time.Millisecond); c.wmu.Unlock() }()
+		})})
+		expectLate(ctx, t, s.addr, "held")
+	})
+	t.Run("larger than a frame and the window", func(t *testing.T) {
+		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+		expectLate(ctx, t, s.addr, strings.Repeat("w", 70000)) // the stream window is 65535
+	})
+	t.Run("derived context", func(t *testing.T) {
+		s := startServer(t, Config{}, Handlers{Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+			vctx := context.WithValue(ctx, struct{}{}, 1)
+			if CanTryReply(vctx) || TryReply(vctx, payload("R", "early")) {
+				t.Error("TryReply wrote through a derived context")
+			}
+			return payload("R", "late"+string(p.GetBody().GetValue())), nil
+		}})
+		expectLate(ctx, t, s.addr, "d")
+	})
+	t.Run("tls", func(t *testing.T) {
+		certs, err := testcerts.Generate(t.TempDir())
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := startServer(t, Config{TLS: &tls.Config{Certificates: []tls.Certificate{certs.Server}, MinVersion: tls.VersionTLS12}},
+			Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+		creds := credentials.NewTLS(&tls.Config{RootCAs: certs.CAPool})
+		expectLate(ctx, t, s.addr, "tls", grpc.WithTransportCredentials(creds))
+	})
+}
+
+func expectLate(ctx context.Context, t *testing.T, addr, body string, opts ...grpc.DialOption) {
+	t.Helper()
+	r, err := pb.NewRequestClient(dial(t, addr, opts...)).Request(ctx, payload("T", body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(r.GetBody().GetValue()); got != "late"+body {
+		t.Fatalf("answered %.20q..., want the handler's response", got)
+	}
+}
+
+// A write in try mode never waits: what a full socket does not take is
+// kept, and goes out, in order, ahead of the next write.
+func TestSockWriterKeepsWhatTheSocketDoesNotTake(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lis.Close()
+	peer, err := net.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	nc, err := lis.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	tc := nc.(*net.TCPConn)
+	if err := tc.SetWriteBuffer(4096); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := tc.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &sockWriter{w: nc, raw: raw}
+	var sent bytes.Buffer
+	chunk := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 64<<10) }
+	// The peer reads nothing yet: the socket's buffers fill.
+	w.try = true
+	start := time.Now()
+	for i := 0; len(w.spill) == 0; i++ {
+		if i == 1000 {
+			t.Fatal("64 MiB written without the socket ever refusing")
+		}
+		b := chunk(i)
+		if n, err := w.Write(b); err != nil || n != len(b) {
+			t.Fatalf("try write: %d %v", n, err)
+		}
+		sent.Write(b)
+	}
+	if time.Since(start) > 5*time.Second {
+		t.Fatalf("try writes took %v", time.Since(start))
+	}
+	w.try = false
+	got := make(chan []byte)
+	go func() {
+		b, _ := io.ReadAll(peer)
+		got <- b
+	}()
+	last := []byte("the end")
+	if _, err := w.Write(last); err != nil {
+		t.Fatal(err)
+	}
+	sent.Write(last)
+	if len(w.spill) != 0 {
+		t.Fatalf("%d bytes still kept after a write that waits", len(w.spill))
+	}
+	nc.Close()
+	if b := <-got; !bytes.Equal(b, sent.Bytes()) {
+		t.Fatalf("the peer read %d bytes, not the %d written in order", len(b), sent.Len())
+	}
+}
