@@ -556,6 +556,19 @@ func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key
 	return v.(lockview.Lock), nil
 }
 
+// LockIfSoleVoter reads one lock from the local replica if this replica
+// leads a shard whose only voter it is (soleVoter): then the read is
+// linearizable. Otherwise it reports false. It never waits for Raft, so
+// the gateway may call it from Notify, in the apply goroutine, where a
+// ReadIndex would wait for that goroutine itself.
+func (n *Node) LockIfSoleVoter(kind statemachine.Kind, key string) (lockview.Lock, bool) {
+	if !n.soleVoter() {
+		return lockview.Lock{}, false
+	}
+	l, err := n.Lock(kind, key)
+	return l, err == nil
+}
+
 // Nodes lists the node ids whose connections the local replica's table
 // references.
 func (n *Node) Nodes() ([]string, error) {

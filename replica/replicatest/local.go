@@ -70,6 +70,11 @@ func (l *Local) LockLinearizable(_ context.Context, kind statemachine.Kind, key 
 	return l.Lock(kind, key), nil
 }
 
+// LockIfSoleVoter reads one lock: a local table is its only replica.
+func (l *Local) LockIfSoleVoter(kind statemachine.Kind, key string) (lockview.Lock, bool) {
+	return l.Lock(kind, key), true
+}
+
 // NextGrant reports whom a RELEASE by owner would hand the lock to.
 func (l *Local) NextGrant(kind statemachine.Kind, key, owner string) statemachine.NextGrant {
 	l.mu.Lock()
