@@ -403,6 +403,13 @@ func (a afterRead) LockLinearizable(ctx context.Context, kind statemachine.Kind,
 	return l, err
 }
 
+// LockIfSoleVoter reports false, so that every claim reads through
+// LockLinearizable, where then runs: then proposes, which a claim answered
+// at apply (in Notify) must not wait for.
+func (a afterRead) LockIfSoleVoter(statemachine.Kind, string) (lockview.Lock, bool) {
+	return lockview.Lock{}, false
+}
+
 // clockAfterRead moves the table clock on after each read, as a command
 // stamped later by another caller would.
 func clockAfterRead(t *testing.T) func(*replica.Node) Table {

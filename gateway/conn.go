@@ -2,11 +2,13 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -255,14 +257,48 @@ func (c *conn) takeClaim(kind statemachine.Kind, key, owner string) (uint64, boo
 	return token, ok
 }
 
+// returnClaim gives back a token takeClaim returned, for a claim that
+// could not look at its grant after all (Server.answerAtApply on a node
+// that is not its shard's sole voter), unless a newer grant's came meanwhile.
+func (c *conn) returnClaim(kind statemachine.Kind, key, owner string, token uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := claimKey{kind, key, owner}
+	if _, ok := c.claims[k]; !ok && c.claims != nil {
+		c.claims[k] = token
+	}
+}
+
 // aheadPush is a push sent before the release that should make its grant
 // has committed. settled closes once that grant has been applied (the
 // notification found it) or the release has returned without it; a claim
 // that arrives before then waits for it.
 type aheadPush struct {
 	settled chan struct{}
-	closed  bool // settled is closed (guarded by the conn's mu)
+	closed  bool          // settled is closed (guarded by the conn's mu)
+	claim   *claimAtApply // the claim waiting for this grant, if it may be answered at apply (guarded by mu)
 }
+
+// claimAtApply is a claim waiting for the grant of a push ahead that
+// Notify may answer, in Raft's apply goroutine, as soon as the grant has
+// applied (Server.answerAtApply). Whoever moves state from waiting first
+// answers it: Notify, or the claim's own handler when its wait ends
+// otherwise.
+type claimAtApply struct {
+	state  atomic.Int32  // claimWaiting, claimTakenAtApply or claimTakenByHandler
+	answer func()        // run by Notify; fills in the fields below
+	done   chan struct{} // closed once answer has run
+
+	claimed bool                // answered from a read, with res
+	written bool                // and the reply written (h2grpc.TryReply)
+	res     statemachine.Result // the claim's result
+}
+
+const (
+	claimWaiting int32 = iota
+	claimTakenAtApply
+	claimTakenByHandler
+)
 
 // settle closes settled once (conn's mu held).
 func (a *aheadPush) settle() {
@@ -297,18 +333,24 @@ func (c *conn) sentAhead(k claimKey) *aheadPush {
 // whether a push ahead already announced it (and so the grant needs no
 // push of its own), and wakes a claim waiting for it. A push ahead whose
 // release has returned announced some other grant (it was a wrong guess,
-// and its claim found nothing), so the grant is pushed as usual.
-func (c *conn) granted(k claimKey) bool {
+// and its claim found nothing), so the grant is pushed as usual. A claim
+// waiting to be answered at apply is returned, taken: the caller runs its
+// answer and then closes its done.
+func (c *conn) granted(k claimKey) (bool, *claimAtApply) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	a := c.ahead[k]
 	if a == nil {
-		return false
+		return false, nil
 	}
 	delete(c.ahead, k)
 	announced := !a.closed
+	var taken *claimAtApply
+	if a.claim != nil && a.claim.state.CompareAndSwap(claimWaiting, claimTakenAtApply) {
+		taken = a.claim
+	}
 	a.settle()
-	return announced
+	return announced, taken
 }
 
 // releaseDone is told that the release behind push a has returned: if its
@@ -330,18 +372,29 @@ func (c *conn) releaseDone(k claimKey, a *aheadPush) bool {
 // awaitAhead waits, if a push ahead for k is outstanding, until its grant
 // has been applied or its release has returned, or ctx ends: a claim sent
 // on that push must not look for a grant the release has not made yet.
-func (c *conn) awaitAhead(ctx context.Context, k claimKey) {
+// With ca, the claim offers itself to be answered when the grant applies
+// (see granted); awaitAhead reports whether it was, once that answer has
+// run. Otherwise the caller answers the claim.
+func (c *conn) awaitAhead(ctx context.Context, k claimKey, ca *claimAtApply) bool {
 	c.mu.Lock()
 	a := c.ahead[k]
+	if a != nil && !a.closed && ca != nil {
+		a.claim = ca
+	}
 	c.mu.Unlock()
 	if a == nil {
-		return
+		return false
 	}
 	select {
 	case <-a.settled:
 	case <-ctx.Done():
 	case <-c.done:
 	}
+	if ca == nil || ca.state.CompareAndSwap(claimWaiting, claimTakenByHandler) {
+		return false
+	}
+	<-ca.done
+	return true
 }
 
 func (c *conn) forget(id string) {
@@ -481,4 +534,17 @@ func (t *trackedConn) Close() error {
 		t.s.unregister(t.addr.c, "transport closed")
 	})
 	return err
+}
+
+// errNoSocket is SyscallConn's answer for a connection that is not a
+// socket (a test's pipe).
+var errNoSocket = errors.New("connection has no socket")
+
+// SyscallConn is the socket's, so that the h2 transport can write a
+// claim's reply without waiting (h2grpc.TryReply; see Server.answerAtApply).
+func (t *trackedConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := t.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errNoSocket
 }

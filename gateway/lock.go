@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
+	"nacos-lockd/transport/h2grpc"
 )
 
 // Nacos's validation messages (docs/lock-semantics.md §3.1), and ours for the
@@ -78,10 +81,16 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 	case cmd.Op == statemachine.OpAcquire && cmd.Retry:
 		// A claim sent on a push ahead may come before the release that
 		// grants it has been applied.
-		c.awaitAhead(ctx, claimKey{cmd.Kind, cmd.Key, cmd.Owner})
+		if r := s.awaitGrant(ctx, c, cmd); r != nil {
+			c.log.Debug().Str("op", cmd.Op.String()).Str("key", cmd.Key).Str("owner", cmd.Owner).
+				Uint64("token", r.res.Token).Bool("written_at_apply", r.written).Msg("lock request: claim answered at apply")
+			s.m.outcome(cmd, r.res)
+			s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, r.res), time.Since(start), nacosOp)
+			return lockReply(cmd.Op, r.res)
+		}
 	}
 	earlier := c.pendingRecord()
-	res, claimed := s.claimByRead(ctx, c, cmd)
+	res, claimed := s.claimByRead(ctx, c, cmd, s.table.LockLinearizable)
 	var err error
 	if !claimed {
 		res, err = s.propose(ctx, c, cmd)
@@ -167,7 +176,9 @@ func (s *Server) propose(ctx context.Context, c *conn, cmd statemachine.Command)
 // take that long), the connection is dropped: its cleanup then releases
 // the lock, and the requests the client sent after the claim are answered
 // with a failure (see lock), not with what the table says without the grant.
-func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Command) (statemachine.Result, bool) {
+// read is the linearizable read it checks: LockLinearizable, or at apply
+// LockIfSoleVoter's (answerAtApply).
+func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Command, read lockRead) (statemachine.Result, bool) {
 	if cmd.Op != statemachine.OpAcquire || !cmd.Retry {
 		return statemachine.Result{}, false
 	}
@@ -175,7 +186,12 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 	if !ok {
 		return statemachine.Result{}, false
 	}
-	l, err := s.table.LockLinearizable(ctx, cmd.Kind, cmd.Key)
+	l, err := read(ctx, cmd.Kind, cmd.Key)
+	if errors.Is(err, errNotSoleVoter) {
+		// Nothing was read: the handler reads the usual way.
+		c.returnClaim(cmd.Kind, cmd.Key, cmd.Owner, token)
+		return statemachine.Result{}, false
+	}
 	if err != nil || l.Owner != cmd.Owner || !l.Unclaimed || l.Token != token || l.ConnID != cmd.ConnID ||
 		l.LeaseEndMs-cmd.NowMs < cmd.LeaseMs/2 {
 		return statemachine.Result{}, false
@@ -206,6 +222,76 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 		finish(err != nil)
 	}()
 	return statemachine.Result{Code: statemachine.CodeOK, Count: 1, WaitPosition: -1, Token: token}, true
+}
+
+// lockRead reads one lock linearizably (see claimByRead).
+type lockRead func(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error)
+
+// errNotSoleVoter is soleVoterRead's answer on a node that is not its
+// shard's sole voter: its reads are linearizable only through ReadIndex,
+// which waits, and at apply nothing may wait.
+var errNotSoleVoter = errors.New("not the shard's sole voter: a read would have to wait")
+
+// soleVoterRead is the read of a claim answered at apply.
+func (s *Server) soleVoterRead(_ context.Context, kind statemachine.Kind, key string) (lockview.Lock, error) {
+	l, ok := s.table.LockIfSoleVoter(kind, key)
+	if !ok {
+		return lockview.Lock{}, errNotSoleVoter
+	}
+	return l, nil
+}
+
+// awaitGrant lets a claim (a waiter's ACQUIRE with waiterRetry) wait for
+// the grant of a push ahead (conn.awaitAhead), offering it to be answered
+// the moment the grant applies: Notify then runs answerAtApply in Raft's
+// apply goroutine, instead of waking this handler to answer after the
+// apply goroutine has finished the rest of its entry and the handler's turn
+// on the CPU has come. It returns that answer (written already, or for
+// the handler to return), or nil: then the claim goes on as any other.
+// Only the h2 transport can write a reply from another goroutine.
+func (s *Server) awaitGrant(ctx context.Context, c *conn, cmd statemachine.Command) *claimAtApply {
+	k := claimKey{cmd.Kind, cmd.Key, cmd.Owner}
+	if !h2grpc.CanTryReply(ctx) {
+		c.awaitAhead(ctx, k, nil)
+		return nil
+	}
+	ca := &claimAtApply{done: make(chan struct{})}
+	ca.answer = func() { s.answerAtApply(ctx, c, cmd, ca) }
+	if !c.awaitAhead(ctx, k, ca) || !ca.claimed {
+		return nil
+	}
+	return ca
+}
+
+// answerAtApply answers a claim in Notify, right after its grant applied,
+// if it can do so without waiting for anything: the node is its shard's
+// sole voter (so its own replica is a linearizable read), every claim
+// recorded earlier on the connection has taken effect, and the read shows
+// the grant as claimByRead requires. The claim is recorded as claimByRead
+// records it, and its reply written by h2grpc.TryReply if the connection
+// takes it at once; if not, the handler writes it. Otherwise it does
+// nothing, and the handler goes on as for any claim.
+func (s *Server) answerAtApply(ctx context.Context, c *conn, cmd statemachine.Command, ca *claimAtApply) {
+	if earlier := c.pendingRecord(); earlier != nil {
+		select {
+		case <-earlier:
+		default:
+			return // the handler waits for it
+		}
+		if !c.recordsHeld(ctx, nil) {
+			return // the handler answers with the failure
+		}
+	}
+	res, claimed := s.claimByRead(ctx, c, cmd, s.soleVoterRead)
+	if !claimed {
+		return
+	}
+	ca.claimed, ca.res = true, res
+	out, err := encodeReply(c, lockReply(cmd.Op, res))
+	if err == nil && h2grpc.TryReply(ctx, out) {
+		ca.written = true
+		s.m.claimWrittenAtApply()
+	}
 }
 
 // denied answers an authentication or authorisation failure the way

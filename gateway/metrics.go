@@ -53,11 +53,14 @@ type metrics struct {
 	// claimPending: commands proposed again while the owner's grant may
 	// be claimed on another connection (Server.propose), by op.
 	claimPending *prometheus.CounterVec
-	holdTime     prometheus.Histogram
-	endings      *prometheus.CounterVec // how holds end: release, expiry
-	cleanups     *prometheus.CounterVec // reason: disconnect, node_down
-	authFails    *prometheus.CounterVec // reason: unauthenticated, forbidden
-	limits       *prometheus.CounterVec // limit
+	// claimsAtApply: claims whose reply was written at apply
+	// (Server.answerAtApply).
+	claimsAtApply prometheus.Counter
+	holdTime      prometheus.Histogram
+	endings       *prometheus.CounterVec // how holds end: release, expiry
+	cleanups      *prometheus.CounterVec // reason: disconnect, node_down
+	authFails     *prometheus.CounterVec // reason: unauthenticated, forbidden
+	limits        *prometheus.CounterVec // limit
 
 	// The SDK port's transport, the same on both (--transport): its
 	// connections (trackedListener) and the calls it hands the gateway,
@@ -142,6 +145,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "nacoslockd_lock_read_claims_total", Help: "Claims of a pushed grant answered from a linearizable read: answered, and record_failed for those whose record was not committed or was refused (the connection is then dropped)."}, []string{"result"}),
 		claimPending: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nacoslockd_lock_claim_pending_total", Help: "ACQUIREs and CANCEL_WAITs proposed again because the owner's grant was unclaimed and bound to another connection, where its claim may have been answered from a read and not recorded yet: one per proposal the table answered claim_pending."}, []string{"op"}),
+		claimsAtApply: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nacoslockd_lock_claims_written_at_apply_total", Help: "Claims answered from a read (counted in nacoslockd_lock_read_claims_total) whose reply was written from Raft's apply goroutine as soon as the grant applied, instead of by the claim's handler afterwards."}),
 		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "nacoslockd_lock_handoff_seconds", Help: "Time from a freed lock being granted to the next waiter (same Raft entry as the release) to that waiter claiming it.", Buckets: latencyBuckets}),
 		holdTime: prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -183,7 +188,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		m.connErrors.WithLabelValues(code)
 	}
 	reg.MustRegister(m.requests, m.latency, m.connections, m.connOpened, m.connClosed, m.pushes,
-		m.waitTime, m.handoff, m.readClaims, m.claimPending, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
+		m.waitTime, m.handoff, m.readClaims, m.claimPending, m.claimsAtApply, m.holdTime, m.endings, m.cleanups, m.authFails, m.limits, m.nacosRt, m.nacosRtMax,
 		m.transportConns, m.transportAccepted, started, handled, m.connErrors)
 	nacosGauge := func(name string) prometheus.Gauge {
 		g := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -398,6 +403,15 @@ func (m *metrics) readClaim(result string) {
 		return
 	}
 	m.readClaims.WithLabelValues(result).Inc()
+}
+
+// claimWrittenAtApply counts a claim whose reply Notify wrote
+// (Server.answerAtApply).
+func (m *metrics) claimWrittenAtApply() {
+	if m == nil {
+		return
+	}
+	m.claimsAtApply.Inc()
 }
 
 // proposedAgain counts a command the table answered CodeClaimPending,

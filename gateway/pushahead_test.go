@@ -12,6 +12,7 @@ import (
 	"nacos-lockd/protocol"
 	"nacos-lockd/replica"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/statemachine/lockview"
 )
 
 // gatedReleases holds every RELEASE until the test lets it through, as a
@@ -87,14 +88,47 @@ func pushedAheadOfRelease(t *testing.T, addr string) (waiter *client.Client, rel
 	return waiter, released, push
 }
 
+// notSoleVoter reads as a node of a larger shard would: never from its
+// own replica alone.
+type notSoleVoter struct{ gatedReleases }
+
+func (notSoleVoter) LockIfSoleVoter(statemachine.Kind, string) (lockview.Lock, bool) {
+	return lockview.Lock{}, false
+}
+
 // A release that hands the lock to a waiter on this node pushes to the
 // waiter before it commits; the waiter's claim, sent on that push, waits
 // for the grant and then gets exactly what the claim gets after a plain
 // push (count 1, the grant's token), and the grant is pushed once, not
-// twice.
+// twice. On a sole voter served by the h2 transport the claim is answered
+// by Notify as the grant applies (answerAtApply), elsewhere by its
+// handler; either way the connection carries on as before.
 func TestPushAheadOfTheReleaseCommit(t *testing.T) {
-	gate := make(chan struct{})
-	addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return gatedReleases{n, gate} })
+	h2 := testTransport() == "" || testTransport() == TransportH2
+	for _, tc := range []struct {
+		name    string
+		wrap    func(n *replica.Node, gate chan struct{}) Table
+		atApply bool
+	}{
+		{"sole voter", func(n *replica.Node, gate chan struct{}) Table { return gatedReleases{n, gate} }, h2},
+		{"not a sole voter", func(n *replica.Node, gate chan struct{}) Table { return notSoleVoter{gatedReleases{n, gate}} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			gate := make(chan struct{})
+			addr, srv, node := startNodeServerOn(t, 0, func(n *replica.Node) Table { return tc.wrap(n, gate) })
+			testPushAheadOfTheReleaseCommit(t, addr, srv, node, gate)
+			written := testutil.ToFloat64(srv.m.claimsAtApply)
+			if want := map[bool]float64{true: 1, false: 0}[tc.atApply]; written != want {
+				t.Fatalf("claims written at apply: %v, want %v", written, want)
+			}
+			if got := testutil.ToFloat64(srv.m.readClaims.WithLabelValues("answered")); got != 1 {
+				t.Fatalf("claims answered from a read: %v, want 1", got)
+			}
+		})
+	}
+}
+
+func testPushAheadOfTheReleaseCommit(t *testing.T, addr string, srv *Server, node *replica.Node, gate chan struct{}) {
 	waiter, released, p := pushedAheadOfRelease(t, addr)
 	if p.Owner != "w:7" || p.LockKey != "job" || p.NotificationType != protocol.NotificationAvailable {
 		t.Fatalf("push: %+v", p)
@@ -130,6 +164,18 @@ func TestPushAheadOfTheReleaseCommit(t *testing.T) {
 	noPush(t, waiter, 200*time.Millisecond, "the grant was announced ahead")
 	if sent, plain, missed := pushes(srv, "lock_notification_ahead", "sent"), pushes(srv, "lock_notification", "sent"), pushes(srv, "lock_notification_ahead", "missed"); sent != 1 || plain != 0 || missed != 0 {
 		t.Fatalf("pushes: %v ahead, %v after the commit, %v missed; want 1, 0, 0", sent, plain, missed)
+	}
+	// The connection the claim was answered on serves the next calls.
+	if r := lockCall(t, waiter, protocol.OpAcquire, gen2("job", "REENTRANT", "w:7", -1, 300000)); !r.Result || r.LockResult.ReentrantCount != 2 {
+		t.Fatalf("re-entry after the claim: %+v", r.LockResult)
+	}
+	for range 2 {
+		if r := lockCall(t, waiter, protocol.OpRelease, gen2("job", "REENTRANT", "w:7", 0, -1)); !r.Result {
+			t.Fatalf("release after the claim: %+v", r.LockResult)
+		}
+	}
+	if l, err := node.Lock(statemachine.KindReentrant, "job"); err != nil || l.Owner != "" {
+		t.Fatalf("job after the waiter's releases: %+v %v, want free", l, err)
 	}
 }
 

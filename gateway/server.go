@@ -38,6 +38,10 @@ type Table interface {
 	// LockLinearizable reads one lock after everything committed before
 	// the call has been applied.
 	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error)
+	// LockIfSoleVoter reads one lock from the local replica if that is
+	// the shard's only voter, and so linearizable; false otherwise. It
+	// never waits: Notify calls it.
+	LockIfSoleVoter(kind statemachine.Kind, key string) (lockview.Lock, bool)
 	// NextGrant names the waiter a RELEASE by owner would hand the lock
 	// to, as the local replica sees it: a hint for pushing to it while the
 	// release commits, never a rule.
@@ -357,7 +361,11 @@ func (s *Server) request(ctx context.Context, p *pb.Payload) (*pb.Payload, error
 	if c == nil {
 		return nil, errors.New("gateway: call without a tracked connection")
 	}
-	return encodeReply(c, s.handle(ctx, c, p))
+	m := s.handle(ctx, c, p)
+	if h2grpc.Replied(ctx) {
+		return nil, nil // answered at apply (answerAtApply): the transport drops this
+	}
+	return encodeReply(c, m)
 }
 
 func encodeReply(c *conn, m protocol.Message) (*pb.Payload, error) {
@@ -582,7 +590,8 @@ func (s *Server) unregister(c *conn, why string) {
 }
 
 // Notify delivers the grants made by an applied batch to the waiters this
-// node holds connections for. It never blocks (see conn.push).
+// node holds connections for, and answers the claims that wait for them
+// where it can (answerAtApply). It never blocks (see conn.push).
 func (s *Server) Notify(notes []statemachine.Notification) {
 	for _, n := range notes {
 		c := s.reg.get(n.ConnID)
@@ -592,7 +601,12 @@ func (s *Server) Notify(notes []statemachine.Notification) {
 		// Remember the grant before anyone can claim it: a claim sent on a
 		// push ahead may be waiting for exactly this.
 		c.expectClaim(n)
-		if !c.granted(claimKey{n.Kind, n.Key, n.Owner}) {
+		announced, claim := c.granted(claimKey{n.Kind, n.Key, n.Owner})
+		if claim != nil {
+			claim.answer()
+			close(claim.done)
+		}
+		if !announced {
 			_, err := c.push(availableNotification(n.Kind, n.Key, n.Owner), false)
 			s.m.pushed("lock_notification", err)
 			if err != nil {
