@@ -289,8 +289,7 @@ type claimAtApply struct {
 	answer func()        // run by Notify; fills in the fields below
 	done   chan struct{} // closed once answer has run
 
-	claimed bool                // answered from a read, with res
-	written bool                // and the reply written (h2grpc.TryReply)
+	claimed bool                // answered from a read, with res (h2grpc.Replied says whether it was written)
 	res     statemachine.Result // the claim's result
 }
 

@@ -83,7 +83,7 @@ func (s *Server) lock(ctx context.Context, c *conn, p *pb.Payload, req *protocol
 		// grants it has been applied.
 		if r := s.awaitGrant(ctx, c, cmd); r != nil {
 			c.log.Debug().Str("op", cmd.Op.String()).Str("key", cmd.Key).Str("owner", cmd.Owner).
-				Uint64("token", r.res.Token).Bool("written_at_apply", r.written).Msg("lock request: claim answered at apply")
+				Uint64("token", r.res.Token).Bool("written_at_apply", h2grpc.Replied(ctx)).Msg("lock request: claim answered at apply")
 			s.m.outcome(cmd, r.res)
 			s.m.request(opLabel(cmd.Op), resultLabel(cmd.Op, r.res), time.Since(start), nacosOp)
 			return lockReply(cmd.Op, r.res)
@@ -289,7 +289,6 @@ func (s *Server) answerAtApply(ctx context.Context, c *conn, cmd statemachine.Co
 	ca.claimed, ca.res = true, res
 	out, err := encodeReply(c, lockReply(cmd.Op, res))
 	if err == nil && h2grpc.TryReply(ctx, out) {
-		ca.written = true
 		s.m.claimWrittenAtApply()
 	}
 }
