@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,8 +21,9 @@ import (
 
 // replyFromAnotherGoroutine is a handler that calls TryReply with
 // "early"+body from a goroutine of its own, then returns "late"+body: the
-// client sees which one was written.
-func replyFromAnotherGoroutine(t *testing.T, before func(ctx context.Context)) func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+// client sees which one was written. If wrote is not nil, it records under
+// each body whether TryReply reported writing.
+func replyFromAnotherGoroutine(t *testing.T, wrote *sync.Map, before func(ctx context.Context)) func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
 	return func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
 		body := string(p.GetBody().GetValue())
 		if before != nil {
@@ -28,9 +31,12 @@ func replyFromAnotherGoroutine(t *testing.T, before func(ctx context.Context)) f
 		}
 		done := make(chan bool)
 		go func() { done <- TryReply(ctx, payload("R", "early"+body)) }()
-		wrote := <-done
-		if wrote != Replied(ctx) {
-			t.Errorf("TryReply reported %v, Replied %v", wrote, Replied(ctx))
+		w := <-done
+		if w != Replied(ctx) {
+			t.Errorf("TryReply reported %v, Replied %v", w, Replied(ctx))
+		}
+		if wrote != nil {
+			wrote.Store(body, w)
 		}
 		return payload("R", "late"+body), nil
 	}
@@ -40,26 +46,58 @@ func replyFromAnotherGoroutine(t *testing.T, before func(ctx context.Context)) f
 // handler's, and the connection goes on: HPACK state, stream accounting
 // and later calls (many, also concurrent) are as after a normal response.
 func TestTryReplyWritesTheResponseFromAnotherGoroutine(t *testing.T) {
-	s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+	var wrote sync.Map
+	s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, &wrote, nil)})
 	client := pb.NewRequestClient(dial(t, s.addr))
 	ctx := testCtx(t)
-	for i := range 50 {
-		body := strings.Repeat("x", i*50)
+	// call sends body and checks that the client got the early reply
+	// exactly when TryReply reported writing it. TryReply declines
+	// whenever the connection's write lock is held, by another call's
+	// response or by the reader answering the client's BDP ping or
+	// updating a window, so either reply may come; never both, never
+	// neither, never another call's.
+	call := func(body string) (early bool, err error) {
 		r, err := client.Request(ctx, payload("T", body))
+		if err != nil {
+			return false, err
+		}
+		// An early reply can reach the client before its handler records
+		// it; a late one cannot.
+		w, ok := wrote.Load(body)
+		for deadline := time.Now().Add(5 * time.Second); !ok && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond)
+			w, ok = wrote.Load(body)
+		}
+		if !ok {
+			return false, fmt.Errorf("call %.20q answered without the handler's record", body)
+		}
+		got := string(r.GetBody().GetValue())
+		want := "late" + body
+		if w.(bool) {
+			want = "early" + body
+		}
+		if got != want {
+			return false, fmt.Errorf("call %.20q answered %.30q, want %.30q", body, got, want)
+		}
+		return w.(bool), nil
+	}
+	earlies := 0
+	for i := range 50 {
+		early, err := call(fmt.Sprintf("%02d", i) + strings.Repeat("x", i*50))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(r.GetBody().GetValue()); got != "early"+body {
-			t.Fatalf("call %d answered %.20q..., want the early reply", i, got)
+		if early {
+			earlies++
 		}
 	}
+	if earlies == 0 {
+		t.Fatal("no sequential call was answered by TryReply")
+	}
 	errs := make(chan error, 8)
-	for range 8 {
+	for i := range 8 {
 		go func() {
-			r, err := client.Request(ctx, payload("T", "c"))
-			if err == nil && string(r.GetBody().GetValue()) != "earlyc" {
-				err = io.ErrUnexpectedEOF
-			}
+			_, err := call(fmt.Sprintf("c%d", i))
 			errs <- err
 		}()
 	}
@@ -67,6 +105,9 @@ func TestTryReplyWritesTheResponseFromAnotherGoroutine(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatalf("concurrent call: %v", err)
 		}
+	}
+	if _, err := call("after"); err != nil {
+		t.Fatalf("the call after the concurrent ones: %v", err)
 	}
 }
 
@@ -78,7 +119,7 @@ func TestTryReplyWritesTheResponseFromAnotherGoroutine(t *testing.T) {
 func TestTryReplyDeclinesWhatWouldWait(t *testing.T) {
 	ctx := testCtx(t)
 	t.Run("write lock held", func(t *testing.T) {
-		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, func(ctx context.Context) {
+		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil, func(ctx context.Context) {
 			c := ctx.(*callCtx).st.c
 			c.wmu.Lock()
 			go func() { time.Sleep(50 * time.Millisecond); c.wmu.Unlock() }()
@@ -86,7 +127,7 @@ func TestTryReplyDeclinesWhatWouldWait(t *testing.T) {
 		expectLate(ctx, t, s.addr, "held")
 	})
 	t.Run("larger than a frame and the window", func(t *testing.T) {
-		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+		s := startServer(t, Config{}, Handlers{Unary: replyFromAnotherGoroutine(t, nil, nil)})
 		expectLate(ctx, t, s.addr, strings.Repeat("w", 70000)) // the stream window is 65535
 	})
 	t.Run("derived context", func(t *testing.T) {
@@ -105,7 +146,7 @@ func TestTryReplyDeclinesWhatWouldWait(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := startServer(t, Config{TLS: &tls.Config{Certificates: []tls.Certificate{certs.Server}, MinVersion: tls.VersionTLS12}},
-			Handlers{Unary: replyFromAnotherGoroutine(t, nil)})
+			Handlers{Unary: replyFromAnotherGoroutine(t, nil, nil)})
 		creds := credentials.NewTLS(&tls.Config{RootCAs: certs.CAPool})
 		expectLate(ctx, t, s.addr, "tls", grpc.WithTransportCredentials(creds))
 	})
