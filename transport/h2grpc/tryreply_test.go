@@ -9,11 +9,16 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/protobuf/proto"
 
 	"nacos-lockd/interop/testcerts"
 	"nacos-lockd/protocol/pb"
@@ -226,4 +231,137 @@ func TestSockWriterKeepsWhatTheSocketDoesNotTake(t *testing.T) {
 	if b := <-got; !bytes.Equal(b, sent.Bytes()) {
 		t.Fatalf("the peer read %d bytes, not the %d written in order", len(b), sent.Len())
 	}
+}
+
+// smallSendBuffers accepts connections whose send buffer is 4 KiB, so that
+// a large response fills it.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	nc, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	if err := nc.(*net.TCPConn).SetWriteBuffer(4096); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	return tagConn{nc, &tagAddr{nc.RemoteAddr(), 1}}, nil
+}
+
+// What TryReply leaves for a full socket goes out by itself once the
+// client reads (sendSpill), with no later write on the connection to
+// carry it: the client gets the whole response, the call's end included.
+func TestTryReplySendsWhatTheSocketRefusedWithoutALaterWrite(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := strings.Repeat("s", 256<<10) // far beyond both sockets' buffers
+	wrote := make(chan bool, 1)
+	srv := NewServer(Config{Log: zerolog.Nop()}, Handlers{Unary: func(ctx context.Context, p *pb.Payload) (*pb.Payload, error) {
+		done := make(chan bool)
+		go func() { done <- TryReply(ctx, payload("R", body)) }()
+		wrote <- <-done
+		return payload("R", "late"), nil
+	}})
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(smallSendBuffers{lis}) }()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-served
+	})
+
+	// A client whose receive buffer is small, that reads nothing until
+	// the response has been written, and allows frames and windows large
+	// enough for the response to go in one DATA frame.
+	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	nc, err := d.Dial("tcp", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	r := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	r.fr.MaxHeaderListSize = 1 << 20
+	r.fr.SetMaxReadFrameSize(1 << 20)
+	r.enc = hpack.NewEncoder(&r.hbuf)
+	if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteSettings(
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20},
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20},
+	); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.fr.WriteWindowUpdate(0, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.request(1, "go"); err != nil {
+		t.Fatal(err)
+	}
+	// TryReply must return with the client reading nothing: the response
+	// is far larger than the bufio writer, so it reaches the socket in
+	// several writes, and none may wait for the one before.
+	select {
+	case w := <-wrote:
+		if !w {
+			t.Fatal("TryReply declined the response")
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("TryReply waited for a client that reads nothing")
+	}
+
+	var data []byte
+	status := ""
+	ended := r.until(func(f http2.Frame) bool {
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				_ = r.fr.WriteSettingsAck()
+			}
+		case *http2.DataFrame:
+			if f.StreamID == 1 {
+				data = append(data, f.Data()...)
+			}
+		case *http2.MetaHeadersFrame:
+			if f.StreamID == 1 && f.StreamEnded() {
+				status = f.PseudoValue("status") + " grpc-status=" + headerValue(f, "grpc-status")
+				return true
+			}
+		}
+		return false
+	})
+	if !ended {
+		t.Fatalf("the call did not end: %d bytes of its response arrived", len(data))
+	}
+	if status != "200 grpc-status=0" && status != " grpc-status=0" {
+		t.Fatalf("the call ended with %q", status)
+	}
+	var got pb.Payload
+	if len(data) < 5 || proto.Unmarshal(data[5:], &got) != nil {
+		t.Fatalf("response of %d bytes does not decode", len(data))
+	}
+	if string(got.GetBody().GetValue()) != body {
+		t.Fatalf("response body %d bytes, want the early reply's %d", len(got.GetBody().GetValue()), len(body))
+	}
+}
+
+func headerValue(f *http2.MetaHeadersFrame, name string) string {
+	for _, h := range f.RegularFields() {
+		if h.Name == name {
+			return h.Value
+		}
+	}
+	return ""
 }
