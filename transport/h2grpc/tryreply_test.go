@@ -199,7 +199,7 @@ func TestSockWriterKeepsWhatTheSocketDoesNotTake(t *testing.T) {
 	chunk := func(i int) []byte { return bytes.Repeat([]byte{byte(i)}, 64<<10) }
 	// The peer reads nothing yet: the socket's buffers fill.
 	w.try = true
-	start := time.Now()
+	// A write that waited would hang here, the peer not reading.
 	for i := 0; len(w.spill) == 0; i++ {
 		if i == 1000 {
 			t.Fatal("64 MiB written without the socket ever refusing")
@@ -209,9 +209,6 @@ func TestSockWriterKeepsWhatTheSocketDoesNotTake(t *testing.T) {
 			t.Fatalf("try write: %d %v", n, err)
 		}
 		sent.Write(b)
-	}
-	if time.Since(start) > 5*time.Second {
-		t.Fatalf("try writes took %v", time.Since(start))
 	}
 	w.try = false
 	got := make(chan []byte)
