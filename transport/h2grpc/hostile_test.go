@@ -36,12 +36,7 @@ func newRaw(t *testing.T, addr string, preface bool) *rawClient {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
-	r := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	r.fr.MaxHeaderListSize = 1 << 20
-	r.enc = hpack.NewEncoder(&r.hbuf)
+	r := rawOn(t, nc)
 	if preface {
 		if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
 			t.Fatal(err)
@@ -50,6 +45,18 @@ func newRaw(t *testing.T, addr string, preface bool) *rawClient {
 			t.Fatal(err)
 		}
 	}
+	return r
+}
+
+// rawOn is a rawClient on nc, which it closes when the test ends; it
+// sends nothing.
+func rawOn(t *testing.T, nc net.Conn) *rawClient {
+	t.Cleanup(func() { nc.Close() })
+	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
+	r := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
+	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
+	r.fr.MaxHeaderListSize = 1 << 20
+	r.enc = hpack.NewEncoder(&r.hbuf)
 	return r
 }
 

@@ -15,7 +15,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"golang.org/x/net/http2"
-	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
@@ -285,13 +284,8 @@ func TestTryReplySendsWhatTheSocketRefusedWithoutALaterWrite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	_ = nc.SetDeadline(time.Now().Add(30 * time.Second))
-	r := &rawClient{t: t, nc: nc, fr: http2.NewFramer(nc, nc)}
-	r.fr.ReadMetaHeaders = hpack.NewDecoder(4096, nil)
-	r.fr.MaxHeaderListSize = 1 << 20
+	r := rawOn(t, nc)
 	r.fr.SetMaxReadFrameSize(1 << 20)
-	r.enc = hpack.NewEncoder(&r.hbuf)
 	if _, err := nc.Write([]byte(http2.ClientPreface)); err != nil {
 		t.Fatal(err)
 	}
