@@ -2,49 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
 )
-
-// cpuTimes sums the busy and total ticks of cpus (every CPU if empty) in
-// a /proc/stat file's text. Idle and iowait count as not busy; guest time
-// is already inside user time, so it is left out of the total.
-func cpuTimes(stat string, cpus peers.CPUSet) (busy, total uint64, err error) {
-	want := map[string]bool{}
-	for _, c := range cpus {
-		want["cpu"+strconv.Itoa(c)] = true
-	}
-	found := 0
-	for _, line := range strings.Split(stat, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || !strings.HasPrefix(f[0], "cpu") {
-			continue
-		}
-		if len(cpus) == 0 && f[0] != "cpu" || len(cpus) > 0 && !want[f[0]] {
-			continue
-		}
-		found++
-		for i, v := range f[1:min(len(f), 9)] { // user nice system idle iowait irq softirq steal
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				return 0, 0, fmt.Errorf("/proc/stat %s: %w", f[0], err)
-			}
-			total += n
-			if i != 3 && i != 4 {
-				busy += n
-			}
-		}
-	}
-	if want := max(len(cpus), 1); found != want {
-		return 0, 0, fmt.Errorf("/proc/stat: %d of the %d CPU lines wanted (%v)", found, want, cpus)
-	}
-	return busy, total, nil
-}
 
 // awaitQuiet waits until cpus have been busy less than frac of the time
 // in need consecutive intervals, or until limit has passed (quiet false).
@@ -59,7 +21,7 @@ func awaitQuiet(ctx context.Context, read func() (string, error), cpus peers.CPU
 		if err != nil {
 			return 0, 0, err
 		}
-		busy, total, err := cpuTimes(s, cpus)
+		busy, total, err := load.CPUTimes(s, cpus)
 		return float64(busy), float64(total), err
 	}, frac, need, interval, limit)
 }
@@ -104,9 +66,4 @@ func awaitBelow(ctx context.Context, sample func() (busy, total float64, err err
 		b0, t0 = b1, t1
 	}
 	return time.Since(start), true, nil
-}
-
-func readProcStat() (string, error) {
-	b, err := os.ReadFile("/proc/stat")
-	return string(b), err
 }

@@ -17,22 +17,6 @@ intr 1 2 3
 `, 100+cpu1Busy, 900+cpu1Idle, cpu1Busy, cpu1Idle)
 }
 
-func TestCPUTimes(t *testing.T) {
-	// user nice system idle iowait irq softirq steal guest guest_nice
-	stat := "cpu  10 1 5 100 20 1 2 3 7 0\ncpu0 4 0 2 50 10 0 1 1 3 0\ncpu1 6 1 3 50 10 1 1 2 4 0\n"
-	busy, total, err := cpuTimes(stat, peers.CPUSet{1})
-	if err != nil || busy != 14 || total != 74 {
-		t.Fatalf("cpu1: busy %d total %d %v, want 14 of 74 (idle and iowait not busy, guest not counted)", busy, total, err)
-	}
-	busy, total, err = cpuTimes(stat, nil)
-	if err != nil || busy != 22 || total != 142 {
-		t.Fatalf("all: busy %d total %d %v, want 22 of 142", busy, total, err)
-	}
-	if _, _, err := cpuTimes(stat, peers.CPUSet{3}); err == nil {
-		t.Fatal("a CPU /proc/stat does not list was read")
-	}
-}
-
 // awaitQuiet goes on once the CPU has been quiet for need intervals in a
 // row (a busy one starts the count again), and gives up at its limit.
 func TestAwaitQuiet(t *testing.T) {

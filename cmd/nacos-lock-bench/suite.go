@@ -114,7 +114,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	// Quiet: below 15% busy for 3 s in a row, waiting at most 2 minutes.
-	waited, quiet, err := awaitQuiet(ctx, readProcStat, plan.Server, 0.15, 3, time.Second, 2*time.Minute)
+	waited, quiet, err := awaitQuiet(ctx, load.ReadProcStat, plan.Server, 0.15, 3, time.Second, 2*time.Minute)
 	switch {
 	case ctx.Err() != nil:
 		return ctx.Err()
