@@ -47,3 +47,20 @@ func ReadProcStat() (string, error) {
 	b, err := os.ReadFile("/proc/stat")
 	return string(b), err
 }
+
+// userHZ is the unit of /proc/stat's times: ticks per second.
+const userHZ = 100
+
+// coreBusyTicks is the busy time of cpus from /proc/stat; false when cpus
+// is empty or the file cannot be read.
+func coreBusyTicks(cpus []int) (uint64, bool) {
+	if len(cpus) == 0 {
+		return 0, false
+	}
+	stat, err := ReadProcStat()
+	if err != nil {
+		return 0, false
+	}
+	busy, _, err := CPUTimes(stat, cpus)
+	return busy, err == nil
+}

@@ -1,6 +1,11 @@
 package load
 
-import "testing"
+import (
+	"context"
+	"runtime"
+	"testing"
+	"time"
+)
 
 func TestCPUTimes(t *testing.T) {
 	// user nice system idle iowait irq softirq steal guest guest_nice
@@ -15,5 +20,41 @@ func TestCPUTimes(t *testing.T) {
 	}
 	if _, _, err := CPUTimes(stat, []int{3}); err == nil {
 		t.Fatal("a CPU /proc/stat does not list was read")
+	}
+}
+
+// spinLocker keeps a CPU busy for a millisecond per call.
+type spinLocker struct{}
+
+func spin() {
+	for end := time.Now().Add(time.Millisecond); time.Now().Before(end); {
+	}
+}
+
+func (spinLocker) Acquire(context.Context, string, bool) (Grant, error) { spin(); return Grant{}, nil }
+func (spinLocker) Release(context.Context, string) error                { spin(); return nil }
+func (spinLocker) Close() error                                         { return nil }
+
+// With ServerCPUs set, a report gives those CPUs' busy time per op; the
+// clients here are the busy ones, on whichever CPU, so every CPU is
+// listed. Without ServerCPUs there is no such figure.
+func TestServerCoreBusyPerOp(t *testing.T) {
+	all := make([]int, runtime.NumCPU())
+	for i := range all {
+		all[i] = i
+	}
+	spec := Spec{Target: "fake", Workload: "w1", Clients: 1, Warmup: 20 * time.Millisecond, Duration: 400 * time.Millisecond, ServerCPUs: all}
+	rep := W1(context.Background(), spec, []Locker{spinLocker{}})
+	if rep.Ops == 0 {
+		t.Fatal("no pairs")
+	}
+	// Each pair spins two milliseconds; ticks are 10 ms, so allow a tick
+	// either side over the window.
+	if min := 2000 - 2*10000/float64(rep.Ops); rep.ServerCoreUsPerOp < min {
+		t.Fatalf("CPUs busy %.0f µs per pair, want at least %.0f (the pair spins 2 ms)", rep.ServerCoreUsPerOp, min)
+	}
+	spec.ServerCPUs = nil
+	if rep := W1(context.Background(), spec, []Locker{spinLocker{}}); rep.ServerCoreUsPerOp != 0 {
+		t.Fatalf("no ServerCPUs, yet %v µs per op", rep.ServerCoreUsPerOp)
 	}
 }

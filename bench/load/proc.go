@@ -41,7 +41,7 @@ func procCPU(pid int) (float64, bool) {
 	}
 	ut, _ := strconv.ParseFloat(f[11], 64)
 	st, _ := strconv.ParseFloat(f[12], 64)
-	return (ut + st) / 100, true // USER_HZ is 100 on Linux
+	return (ut + st) / userHZ, true
 }
 
 // RSSMiB sums the processes' resident sets.

@@ -52,7 +52,13 @@ type Report struct {
 	// ServerCPUPerOp is server CPU microseconds per op: on a shared
 	// machine it moves much less than ops/s does.
 	ServerCPUPerOp float64 `json:"serverCpuUsPerOp,omitempty"`
-	ServerPIDs     []int   `json:"serverPids,omitempty"`
+	// ServerCoreUsPerOp is the busy time per op of the CPUs the servers
+	// are pinned to (Spec.ServerCPUs), interrupts and kernel workers
+	// included: a change that moves work out of the server process (an
+	// asynchronous write whose completion a kernel worker finishes)
+	// lowers ServerCPUPerOp but not this.
+	ServerCoreUsPerOp float64 `json:"serverCoreUsPerOp,omitempty"`
+	ServerPIDs        []int   `json:"serverPids,omitempty"`
 	// Extra holds workload-specific figures (w3 memory per lock, snapshot
 	// size, restart time; w4 expiry lateness; w5 CPU cost).
 	Extra    map[string]float64 `json:"extra,omitempty"`
@@ -82,8 +88,13 @@ type Spec struct {
 	Rate float64
 	// PIDs are the server processes whose CPU and RSS are reported (none:
 	// not reported). A PID of os.Getpid() measures an in-process server.
-	PIDs     []int
-	Progress io.Writer // nil: no progress
+	PIDs []int
+	// ServerCPUs, when set, are CPUs the servers run on with nothing else
+	// scheduled there (pinned, the load generator elsewhere): the report
+	// then also gives their whole busy time per op (ServerCoreUsPerOp),
+	// which counts the kernel's work for the server outside the process.
+	ServerCPUs []int
+	Progress   io.Writer // nil: no progress
 	// Counters are read as the measured window opens and as it closes;
 	// the report's Extra gets each one's change per op as <name>PerOp (a
 	// counter that fails to read is left out). nacos-lockd's Raft applied
@@ -168,6 +179,7 @@ func Run(ctx context.Context, spec Spec, loop Loop) Report {
 	}
 	Sleep(ctx, spec.Warmup)
 	cpu0 := CPUSeconds(spec.PIDs)
+	core0, core0ok := coreBusyTicks(spec.ServerCPUs)
 	counters0 := readCounters(spec.Counters)
 	start := time.Now()
 	rec.start.Store(start.UnixNano())
@@ -200,6 +212,7 @@ loop:
 	rec.measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1 := CPUSeconds(spec.PIDs)
+	core1, core1ok := coreBusyTicks(spec.ServerCPUs)
 	counters1 := readCounters(spec.Counters)
 	cancel()
 	wg.Wait()
@@ -222,6 +235,9 @@ loop:
 		if rep.Ops > 0 {
 			rep.ServerCPUPerOp = (cpu1 - cpu0) * 1e6 / float64(rep.Ops)
 		}
+	}
+	if core0ok && core1ok && rep.Ops > 0 {
+		rep.ServerCoreUsPerOp = float64(core1-core0) * 1e6 / userHZ / float64(rep.Ops)
 	}
 	for name, v0 := range counters0 {
 		if v1, ok := counters1[name]; ok && rep.Ops > 0 {

@@ -97,8 +97,12 @@ type options struct {
 	quiet      bool
 	rate       float64      // w1: open loop at this many pairs/s in total (0: closed loop)
 	serverCPUs peers.CPUSet // servers this run starts (--spawn, raft-noop): pinned here from their start
-	clientCPUs peers.CPUSet // this process (the load generator), every thread
-	self       string       // this binary, for the raft-noop child (default: os.Executable)
+	// serverCores are the CPUs the measured server has to itself (ab and
+	// suite pin it there and the load generator elsewhere): the report
+	// gives their whole busy time per op beside the process's own CPU.
+	serverCores peers.CPUSet
+	clientCPUs  peers.CPUSet // this process (the load generator), every thread
+	self        string       // this binary, for the raft-noop child (default: os.Executable)
 }
 
 func (o *options) flags(fs *flag.FlagSet) {
@@ -209,7 +213,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 // runOne runs o.workload against o.target and returns its report(s) (w3
 // gives one per lock count).
 func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, error) {
-	spec := load.Spec{Target: o.target, Workload: o.workload, Clients: o.clients, Warmup: o.warmup, Duration: o.duration, Rate: o.rate, Progress: progress}
+	spec := load.Spec{Target: o.target, Workload: o.workload, Clients: o.clients, Warmup: o.warmup, Duration: o.duration, Rate: o.rate,
+		ServerCPUs: o.serverCores, Progress: progress}
 	switch o.target {
 	case "raft-noop":
 		if len(o.serverCPUs) > 0 {
@@ -421,6 +426,9 @@ func printReport(w io.Writer, r load.Report) {
 	}
 	if len(r.ServerPIDs) > 0 {
 		fmt.Fprintf(w, "  server pid %v: %.2f cores (%.0f µs CPU per op), RSS %.1f MiB\n", r.ServerPIDs, r.ServerCPU, r.ServerCPUPerOp, r.ServerRSSMiB)
+		if r.ServerCoreUsPerOp > 0 {
+			fmt.Fprintf(w, "  server's CPUs busy %.0f µs per op (interrupts and kernel workers included)\n", r.ServerCoreUsPerOp)
+		}
 	}
 	for _, k := range sortedKeys(r.Extra) {
 		fmt.Fprintf(w, "  %s %s\n", k, fmtFloat(r.Extra[k]))

@@ -585,7 +585,7 @@ func (s *suite) pointFor(ctx context.Context, t, w string, c int, rate float64, 
 		return rep, nil
 	}
 	o := options{target: t, server: s.addrs[t], workload: w, clients: c, duration: d, warmup: s.pointWarmup(t), lease: 30000,
-		rate: rate, serverCPUs: s.pin.Server, self: s.self}
+		rate: rate, serverCPUs: s.pin.Server, serverCores: s.pin.Server, self: s.self}
 	switch t {
 	case "nacos-lockd", clusterTarget:
 		o.target = "nacos"
