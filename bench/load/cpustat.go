@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // CPUTimes sums the busy and total ticks of cpus (every CPU if empty) in
@@ -51,16 +52,38 @@ func ReadProcStat() (string, error) {
 // userHZ is the unit of /proc/stat's times: ticks per second.
 const userHZ = 100
 
-// coreBusyTicks is the busy time of cpus from /proc/stat; false when cpus
-// is empty or the file cannot be read.
-func coreBusyTicks(cpus []int) (uint64, bool) {
+// coreSample is when it was taken and how long cpus had been idle then
+// (idle and iowait, in ticks); ok is false when cpus is empty or
+// /proc/stat cannot be read.
+type coreSample struct {
+	at   time.Time
+	idle uint64
+	ok   bool
+}
+
+func sampleCores(cpus []int) coreSample {
 	if len(cpus) == 0 {
-		return 0, false
+		return coreSample{}
 	}
 	stat, err := ReadProcStat()
+	at := time.Now()
 	if err != nil {
+		return coreSample{}
+	}
+	busy, total, err := CPUTimes(stat, cpus)
+	return coreSample{at: at, idle: total - busy, ok: err == nil}
+}
+
+// coreBusySeconds is how long the n CPUs sampled were busy between a and
+// b: the wall time on each less its idle time. The kernel measures idle
+// time exactly on a tickless CPU, while /proc/stat's busy fields are
+// samples taken at the tick, which a bursty load can bias: an empty gRPC
+// server at 1500 W1 pairs/s read 124 µs of busy ticks per pair against
+// its process's own 245.
+func coreBusySeconds(a, b coreSample, n int) (float64, bool) {
+	if !a.ok || !b.ok || b.idle < a.idle {
 		return 0, false
 	}
-	busy, _, err := CPUTimes(stat, cpus)
-	return busy, err == nil
+	busy := b.at.Sub(a.at).Seconds()*float64(n) - float64(b.idle-a.idle)/userHZ
+	return max(busy, 0), true
 }

@@ -179,7 +179,7 @@ func Run(ctx context.Context, spec Spec, loop Loop) Report {
 	}
 	Sleep(ctx, spec.Warmup)
 	cpu0 := CPUSeconds(spec.PIDs)
-	core0, core0ok := coreBusyTicks(spec.ServerCPUs)
+	core0 := sampleCores(spec.ServerCPUs)
 	counters0 := readCounters(spec.Counters)
 	start := time.Now()
 	rec.start.Store(start.UnixNano())
@@ -212,7 +212,7 @@ loop:
 	rec.measuring.Store(false)
 	elapsed := time.Since(start)
 	cpu1 := CPUSeconds(spec.PIDs)
-	core1, core1ok := coreBusyTicks(spec.ServerCPUs)
+	core1 := sampleCores(spec.ServerCPUs)
 	counters1 := readCounters(spec.Counters)
 	cancel()
 	wg.Wait()
@@ -236,8 +236,8 @@ loop:
 			rep.ServerCPUPerOp = (cpu1 - cpu0) * 1e6 / float64(rep.Ops)
 		}
 	}
-	if core0ok && core1ok && rep.Ops > 0 {
-		rep.ServerCoreUsPerOp = float64(core1-core0) * 1e6 / userHZ / float64(rep.Ops)
+	if busy, ok := coreBusySeconds(core0, core1, len(spec.ServerCPUs)); ok && rep.Ops > 0 {
+		rep.ServerCoreUsPerOp = busy * 1e6 / float64(rep.Ops)
 	}
 	for name, v0 := range counters0 {
 		if v1, ok := counters1[name]; ok && rep.Ops > 0 {
