@@ -228,24 +228,11 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 }
 
 // raftConfig is the replica's configuration. Raft timing: the election
-// timeout set or the mode's default, counted in ticks of the node's clock.
-// Every tick wakes the replica's step worker, so the tick is as coarse as
-// the timeout allows: in a cluster 1 ms (5 ms for long timeouts), about
-// ten ticks to the timeout, which a randomized timeout needs to keep
-// candidates apart; a single node, where nobody else votes and the
-// timeout only delays becoming leader at start, three ticks to the
-// timeout (the fewest dragonboat allows beside one-tick heartbeats). With
-// 1 ms ticks an idle single node spent 3.9% of a core on them.
+// timeout set or the mode's default, counted in ticks of the node's clock
+// (settings.RaftTicks).
 func raftConfig(cfg Config, raftDir string, replicaID uint64, reg prometheus.Registerer) replica.RaftConfig {
 	election := settings.ElectionTimeoutMs(cfg.Lock.ElectionTimeoutMs, cfg.Cluster)
-	rtt := uint64(1)
-	switch {
-	case !cfg.Cluster && !cfg.Join:
-		rtt = max(1, uint64(election)/singleNodeElectionTicks)
-	case election > 50:
-		rtt = 5
-	}
-	electionRTT := max(singleNodeElectionTicks, uint64(election)/rtt)
+	rtt, electionRTT, heartbeatRTT := settings.RaftTicks(election, !cfg.Cluster && !cfg.Join)
 	raftMembers := map[uint64]string{}
 	switch {
 	case cfg.Join: // the cluster already knows us; dragonboat wants no members
@@ -269,15 +256,10 @@ func raftConfig(cfg Config, raftDir string, replicaID uint64, reg prometheus.Reg
 		Metrics:            reg,
 		RTTMillisecond:     rtt,
 		ElectionRTT:        electionRTT,
-		HeartbeatRTT:       max(1, electionRTT/10),
+		HeartbeatRTT:       heartbeatRTT,
 		CoalesceWindow:     coalesceWindow(cfg.CoalesceWindow),
 	}
 }
-
-// singleNodeElectionTicks is a single node's election timeout in ticks,
-// and the fewest any node gets: dragonboat wants it above twice the
-// heartbeat's one tick.
-const singleNodeElectionTicks = 3
 
 // ReplicaID is this node's Raft replica id.
 func (s *Server) ReplicaID() uint64 { return s.replicaID }
