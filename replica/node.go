@@ -132,6 +132,11 @@ type Node struct {
 	sm atomic.Pointer[diskSM]
 }
 
+// LogDBConfig is the settings of the log every node keeps: a small
+// memtable, as lock commands are tiny. The bench's raft-noop floor gives
+// dragonboat the same.
+func LogDBConfig() config.LogDBConfig { return config.GetSmallMemLogDBConfig() }
+
 // Start opens the Raft replica over db. notify receives grants to waiters
 // (see Notifier). The caller closes the node before closing db.
 func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) (*Node, error) {
@@ -150,9 +155,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		RTTMillisecond:    cfg.RTTMillisecond,
 		RaftAddress:       cfg.RaftAddress,
 		RaftEventListener: leaderLogger{log: log, m: n.m},
-		Expert: config.ExpertConfig{
-			LogDB: config.GetSmallMemLogDBConfig(), // lock commands are tiny
-		},
+		Expert:            config.ExpertConfig{LogDB: LogDBConfig()},
 	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
