@@ -186,7 +186,7 @@ func ratioTable(reps []load.Report, targets []string, skipped map[string]string,
 	if meta.rounds > 1 {
 		fmt.Fprintf(&b, " (%d interleaved rounds: each ratio is the median of the rounds' ratios, each figure the median of the rounds' figures)", meta.rounds)
 	}
-	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two gRPC round trips per pair with the lock client's ACQUIRE and RELEASE, answered at once with a prepared grant, raft-noop = two raw dragonboat proposals per pair (no-op state machine)")
+	b.WriteString("; above 1 means nacos-lockd is faster. Ceilings: grpc-noop = two gRPC round trips per pair with the lock client's ACQUIRE and RELEASE, answered at once with a prepared grant, raft-noop = two raw dragonboat proposals per pair (no-op state machine; in W2, one proposal per hand-off to a state machine that keeps only the holder and a FIFO queue, and wakes the next holder's caller in process)")
 	if slices.Contains(targets, "h2grpc-noop") {
 		b.WriteString(", h2grpc-noop = the same empty handler on nacos-lockd's own transport (transport/h2grpc), the wire under nacos-lockd")
 	}
@@ -533,17 +533,26 @@ func nearestRate(rates []float64, want float64) float64 {
 // and the floors': a hand-off's critical path holds one synced proposal
 // (the release that grants) and one round trip (the claim's answer out,
 // the new holder's release in), and at W1 c=1 a raft-noop pair is two
-// such proposals and a grpc-noop pair two round trips. Empty when a figure
-// is missing.
+// such proposals and a grpc-noop pair two round trips. raft-noop's own W2
+// c=16, where it ran, is the cycle of the Raft part alone under the same
+// contention. Empty when a figure is missing.
 func handOffFloor(get func(t, w string, c int, rate float64, f func(load.Report) float64) (float64, bool), raftP50, noopP50 float64, floors bool) string {
 	own, ok1 := get("nacos-lockd", "w2", 16, 0, mOps)
 	zk, ok2 := get("zookeeper", "w2", 16, 0, mOps)
-	if !ok1 || !ok2 || !floors {
+	if !ok1 || !ok2 {
 		return ""
 	}
-	proposal, trip := raftP50*1000/2, noopP50*1000/2
-	return fmt.Sprintf("; a hand-off every %s µs, 2x ZooKeeper's would be one every %s µs; one raft-noop proposal and one grpc-noop round trip at c=1 take %s + %s = %s µs",
-		fmtSig(1e6/own), fmtSig(1e6/(2*zk)), fmtSig(proposal), fmtSig(trip), fmtSig(proposal+trip))
+	var b strings.Builder
+	fmt.Fprintf(&b, "; a hand-off every %s µs, 2x ZooKeeper's would be one every %s µs", fmtSig(1e6/own), fmtSig(1e6/(2*zk)))
+	if floors {
+		proposal, trip := raftP50*1000/2, noopP50*1000/2
+		fmt.Fprintf(&b, "; one raft-noop proposal and one grpc-noop round trip at c=1 take %s + %s = %s µs",
+			fmtSig(proposal), fmtSig(trip), fmtSig(proposal+trip))
+	}
+	if raft, ok := get("raft-noop", "w2", 16, 0, mOps); ok {
+		fmt.Fprintf(&b, "; raft-noop's own W2 c=16, no wire, one every %s µs", fmtSig(1e6/raft))
+	}
+	return b.String()
 }
 
 // ran reports whether target t has a report in reps.

@@ -335,3 +335,20 @@ func TestW5BarIsGrpcNoopAtTheSameRate(t *testing.T) {
 		t.Errorf("no rates: %v", r)
 	}
 }
+
+// raft-noop's own W2 point, where it ran, stands beside the hand-off
+// cycle: the Raft part of a hand-off alone, under the same contention.
+func TestHandOffFloorHasRaftNoopW2(t *testing.T) {
+	reps, targets := syntheticRun()
+	pin := peers.Pinning{Server: peers.CPUSet{0}, Client: peers.CPUSet{1}}
+	reps = append(reps, load.Report{Target: "raft-noop", Workload: "w2", Clients: 16, Ops: 1000, OpsPerSec: 12500, P50Ms: 0.5,
+		ServerCPUPerOp: 50, FIFOViolations: 0, FIFOChecked: 1000})
+	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})
+	wantLines(t, got,
+		"in W2, one proposal per hand-off to a state machine that keeps only the holder and a FIFO queue",
+		"- W2 c=16 hand-offs/s >= 2x ZooKeeper's: MET (2.25x; a hand-off every 111 µs, 2x ZooKeeper's would be one every 125 µs; one raft-noop proposal and one grpc-noop round trip at c=1 take 250 + 125 = 375 µs; raft-noop's own W2 c=16, no wire, one every 80.0 µs)",
+		"| W2 c=16 | hand-offs/s | 9000 |",
+	)
+	// nacos-lockd's FIFO count is its own: raft-noop's grants are not added.
+	wantLines(t, got, "- W2 FIFO violations 0: MET (0 of 500)")
+}

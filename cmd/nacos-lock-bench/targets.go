@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -35,6 +36,8 @@ import (
 	lockclient "nacos-lockd/interop/client"
 	"nacos-lockd/protocol"
 	"nacos-lockd/protocol/pb"
+	"nacos-lockd/replica"
+	"nacos-lockd/settings"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/transport/h2grpc"
 )
@@ -368,45 +371,110 @@ func (taggingStats) HandleConn(context.Context, stats.ConnStats)                
 func (taggingStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
 func (taggingStats) HandleRPC(context.Context, stats.RPCStats)                       {}
 
-// ---- Raw dragonboat proposals with a no-op state machine, in this
-// process: the same NodeHost settings as nacos-lockd (1 ms RTT, small-mem
-// pebble log DB, fsync'd WAL), commands of a lock command's size, no
-// network and no gateway. One "pair" is two proposals.
+// ---- Raw dragonboat proposals, in this process: dragonboat's own log
+// (pebble with the settings a nacos-lockd node gives it, but without the
+// node's padded write-ahead files, replica/walfile: those are ours) and
+// the Raft clock of a single node, commands of a lock command's size, no
+// network and no gateway. W1: one "pair" is two proposals to a no-op
+// state machine. W2: the floor of a hand-off, one key whose state machine
+// keeps only a holder and a FIFO queue, and hands the lock to the next
+// waiter's caller when the holder's release applies: one Raft entry per
+// hand-off and nothing else (no wire, no claim, no leases).
 
 type raftNoop struct {
 	nh      *dragonboat.NodeHost
 	session func() *client.Session
-	cmd     []byte
+	cmdSize int // bytes per proposal: a lock command's
 	dir     string
+	sm      *fifoSM
 }
 
-type noopSM struct{}
+// Proposals are an op byte, the caller's id and padding to cmdSize.
+const (
+	opNoop byte = iota
+	opFIFOAcquire
+	opFIFORelease
+)
 
-func (noopSM) Update(e sm.Entry) (sm.Result, error) { return sm.Result{Value: 1}, nil }
-func (noopSM) Lookup(any) (any, error)              { return nil, nil }
-func (noopSM) SaveSnapshot(io.Writer, sm.ISnapshotFileCollection, <-chan struct{}) error {
+// fifoSM is raft-noop's state machine: no-ops, and one lock with a FIFO
+// queue for W2. Update runs on dragonboat's apply goroutine alone.
+type fifoSM struct {
+	holder int // caller id + 1; 0: free
+	queue  []int
+	// grants[id] receives the index of the entry that handed caller id the
+	// lock (its fencing token); one grant at most is outstanding per caller.
+	mu     sync.Mutex
+	grants map[int]chan uint64
+}
+
+func (f *fifoSM) waiter(id int) chan uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ok := f.grants[id]
+	if !ok {
+		ch = make(chan uint64, 1)
+		f.grants[id] = ch
+	}
+	return ch
+}
+
+func (f *fifoSM) Update(e sm.Entry) (sm.Result, error) {
+	if len(e.Cmd) < 9 || e.Cmd[0] == opNoop {
+		return sm.Result{Value: 1}, nil
+	}
+	id := int(binary.BigEndian.Uint64(e.Cmd[1:9]))
+	switch e.Cmd[0] {
+	case opFIFOAcquire:
+		if f.holder == 0 {
+			f.holder = id + 1
+			return sm.Result{Value: e.Index}, nil // granted: the entry's index is the token
+		}
+		f.queue = append(f.queue, id)
+		return sm.Result{Value: 0}, nil // queued
+	case opFIFORelease:
+		if f.holder != id+1 {
+			return sm.Result{Value: 0}, nil
+		}
+		f.holder = 0
+		if len(f.queue) > 0 {
+			next := f.queue[0]
+			f.queue = f.queue[1:]
+			f.holder = next + 1
+			select {
+			case f.waiter(next) <- e.Index:
+			default: // never: a caller waits for one grant at a time
+			}
+		}
+	}
+	return sm.Result{Value: 1}, nil
+}
+
+func (*fifoSM) Lookup(any) (any, error) { return nil, nil }
+func (*fifoSM) SaveSnapshot(io.Writer, sm.ISnapshotFileCollection, <-chan struct{}) error {
 	return nil
 }
-func (noopSM) RecoverFromSnapshot(io.Reader, []sm.SnapshotFile, <-chan struct{}) error { return nil }
-func (noopSM) Close() error                                                            { return nil }
+func (*fifoSM) RecoverFromSnapshot(io.Reader, []sm.SnapshotFile, <-chan struct{}) error { return nil }
+func (*fifoSM) Close() error                                                            { return nil }
 
 func startRaftNoop(ctx context.Context, dir string, port int) (*raftNoop, error) {
 	dblogger.GetLogger("raft").SetLevel(dblogger.ERROR)
 	for _, p := range []string{"rsm", "transport", "dragonboat", "raftpb", "logdb", "config", "settings", "grpc"} {
 		dblogger.GetLogger(p).SetLevel(dblogger.ERROR)
 	}
+	rtt, electionRTT, heartbeatRTT := settings.RaftTicks(settings.ElectionTimeoutSingleMs, true)
 	nhDir := filepath.Join(dir, "raft")
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	nh, err := dragonboat.NewNodeHost(config.NodeHostConfig{
-		NodeHostDir: nhDir, WALDir: nhDir, RTTMillisecond: 1, RaftAddress: addr,
-		Expert: config.ExpertConfig{LogDB: config.GetSmallMemLogDBConfig()},
+		NodeHostDir: nhDir, WALDir: nhDir, RTTMillisecond: rtt, RaftAddress: addr,
+		Expert: config.ExpertConfig{LogDB: replica.LogDBConfig()},
 	})
 	if err != nil {
 		return nil, err
 	}
+	f := &fifoSM{grants: map[int]chan uint64{}}
 	err = nh.StartReplica(map[uint64]dragonboat.Target{1: addr}, false,
-		func(uint64, uint64) sm.IStateMachine { return noopSM{} },
-		config.Config{ReplicaID: 1, ShardID: 1, CheckQuorum: true, PreVote: true, ElectionRTT: 10, HeartbeatRTT: 1,
+		func(uint64, uint64) sm.IStateMachine { return f },
+		config.Config{ReplicaID: 1, ShardID: 1, CheckQuorum: true, PreVote: true, ElectionRTT: electionRTT, HeartbeatRTT: heartbeatRTT,
 			SnapshotEntries: 10000, CompactionOverhead: 5000})
 	if err != nil {
 		nh.Close()
@@ -425,7 +493,7 @@ func startRaftNoop(ctx context.Context, dir string, port int) (*raftNoop, error)
 	cmd := statemachine.Command{Op: statemachine.OpAcquire, NowMs: time.Now().UnixMilli(), Kind: statemachine.KindNonReentrant,
 		Key: "bench-w1-1234567890-12", Owner: "bench-12-1234567890123456789", ConnID: "1700000000000_127.0.0.1_54321_1",
 		LeaseMs: 30000}.Encode()
-	return &raftNoop{nh: nh, session: func() *client.Session { return nh.GetNoOPSession(1) }, cmd: cmd, dir: dir}, nil
+	return &raftNoop{nh: nh, session: func() *client.Session { return nh.GetNoOPSession(1) }, cmdSize: len(cmd), dir: dir, sm: f}, nil
 }
 
 // raftNoopChild runs a raft-noop point in a child process of this binary
@@ -479,23 +547,63 @@ func (r *raftNoop) close() {
 }
 
 func (r *raftNoop) dialer() load.Dialer {
-	return func(context.Context, int) (load.Locker, error) { return raftNoopLocker{r}, nil }
+	return func(_ context.Context, i int) (load.Locker, error) {
+		return &raftNoopLocker{r: r, id: i, grants: r.sm.waiter(i)}, nil
+	}
 }
 
-type raftNoopLocker struct{ r *raftNoop }
+// raftNoopLocker is one caller. A W1 pair is two no-op proposals; a W2
+// acquire (one that may wait) takes the FIFO lock, waiting for the grant
+// when it is queued, and the release after it gives the lock on.
+type raftNoopLocker struct {
+	r      *raftNoop
+	id     int
+	grants chan uint64
+	held   bool
+}
 
-func (l raftNoopLocker) propose(ctx context.Context) error {
+func (l *raftNoopLocker) propose(ctx context.Context, op byte) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	_, err := l.r.nh.SyncPropose(ctx, l.r.session(), l.r.cmd)
+	cmd := make([]byte, l.r.cmdSize)
+	cmd[0] = op
+	binary.BigEndian.PutUint64(cmd[1:9], uint64(l.id))
+	res, err := l.r.nh.SyncPropose(ctx, l.r.session(), cmd)
+	return res.Value, err
+}
+
+func (l *raftNoopLocker) Acquire(ctx context.Context, _ string, wait bool) (load.Grant, error) {
+	if !wait {
+		_, err := l.propose(ctx, opNoop)
+		return load.Grant{}, err
+	}
+	sent := time.Now()
+	token, err := l.propose(ctx, opFIFOAcquire)
+	replied := time.Now()
+	if err != nil {
+		return load.Grant{}, err
+	}
+	if token == 0 { // queued: the release before ours hands it on
+		select {
+		case token = <-l.grants:
+		case <-ctx.Done():
+			return load.Grant{}, ctx.Err()
+		}
+	}
+	l.held = true
+	return load.Grant{Sent: sent, Replied: replied, Token: token, HasToken: true}, nil
+}
+
+func (l *raftNoopLocker) Release(ctx context.Context, _ string) error {
+	op := opNoop
+	if l.held {
+		op, l.held = opFIFORelease, false
+	}
+	_, err := l.propose(ctx, op)
 	return err
 }
 
-func (l raftNoopLocker) Acquire(ctx context.Context, _ string, _ bool) (load.Grant, error) {
-	return load.Grant{}, l.propose(ctx)
-}
-func (l raftNoopLocker) Release(ctx context.Context, _ string) error { return l.propose(ctx) }
-func (raftNoopLocker) Close() error                                  { return nil }
+func (*raftNoopLocker) Close() error { return nil }
 
 // supports says whether a target can run a workload.
 func supports(target, workload string) (bool, string) {
@@ -506,7 +614,7 @@ func supports(target, workload string) (bool, string) {
 		return false, "the cluster target runs w1 and w2 (w3-w5 measure one node: see nacos-lockd)"
 	case workload == "w1":
 		return true, ""
-	case workload == "w2" && (target == "grpc-noop" || target == "h2grpc-noop" || target == "raft-noop"):
+	case workload == "w2" && (target == "grpc-noop" || target == "h2grpc-noop"):
 		return false, "a ceiling has no lock to contend"
 	case workload == "w2":
 		return true, ""
