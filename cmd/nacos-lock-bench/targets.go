@@ -449,6 +449,8 @@ func (f *fifoSM) Update(e sm.Entry) (sm.Result, error) {
 	return sm.Result{Value: 1}, nil
 }
 
+// Snapshots are empty: a bench run never restarts its node, so nothing
+// ever recovers from one.
 func (*fifoSM) Lookup(any) (any, error) { return nil, nil }
 func (*fifoSM) SaveSnapshot(io.Writer, sm.ISnapshotFileCollection, <-chan struct{}) error {
 	return nil
@@ -562,6 +564,8 @@ type raftNoopLocker struct {
 	held   bool
 }
 
+// propose makes a fresh command each time: one that timed out may still
+// be in dragonboat's queue, and must not change under it.
 func (l *raftNoopLocker) propose(ctx context.Context, op byte) (uint64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
