@@ -39,6 +39,16 @@ func TestFIFOStateMachine(t *testing.T) {
 	if v := update(6, fifoCmd(opFIFOAcquire, 2)); v != 0 {
 		t.Fatalf("acquire of a held lock = %d, want 0 (queued)", v)
 	}
+	granted := func(id int) uint64 {
+		t.Helper()
+		select {
+		case tok := <-f.waiter(id):
+			return tok
+		case <-time.After(5 * time.Second):
+			t.Fatalf("caller %d never granted", id)
+			return 0
+		}
+	}
 	update(7, fifoCmd(opFIFOAcquire, 3))
 	update(8, fifoCmd(opFIFORelease, 3)) // not the holder
 	update(9, fifoCmd(opNoop, 1))
@@ -48,11 +58,11 @@ func TestFIFOStateMachine(t *testing.T) {
 	default:
 	}
 	update(10, fifoCmd(opFIFORelease, 1))
-	if tok := <-f.waiter(2); tok != 10 {
+	if tok := granted(2); tok != 10 {
 		t.Fatalf("caller 2's grant = %d, want the release's index 10", tok)
 	}
 	update(11, fifoCmd(opFIFORelease, 2))
-	if tok := <-f.waiter(3); tok != 11 {
+	if tok := granted(3); tok != 11 {
 		t.Fatalf("caller 3's grant = %d, want 11", tok)
 	}
 	update(12, fifoCmd(opFIFORelease, 3))
