@@ -22,11 +22,12 @@
 //	    W1 latency
 //
 // Targets (--target): nacos (default), nacoslock (nacos-lockd through
-// the nacoslock package, as an application uses it), redis, zk, grpc-noop (a no-op unary
-// server, see `serve-noop`), raft-noop (in-process dragonboat with a no-op
-// state machine; in w2 a FIFO lock that is one entry per hand-off). etcd's clients live in the bench/etcd module. The
-// suite adds nacos-lockd-3: three nacos-lockd nodes it starts as one
-// cluster, driven like nacos with several --server addresses.
+// the nacoslock package, as an application uses it), redis, zk,
+// grpc-noop (a no-op unary server, see `serve-noop`), raft-noop
+// (in-process dragonboat with a no-op state machine; in w2 a FIFO lock
+// that is one entry per hand-off). etcd's clients live in the bench/etcd
+// module. The suite adds nacos-lockd-3: three nacos-lockd nodes it starts
+// as one cluster, driven like nacos with several --server addresses.
 package main
 
 import (

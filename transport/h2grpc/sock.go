@@ -11,8 +11,8 @@ import (
 // go to the socket and may wait for it, except while try is set
 // (TryReply): then a write never waits (one system call that does not
 // block, or none), and what the socket did not take is kept in spill,
-// which goes out before anything written after it. Guarded by the connection's wmu, as every
-// write is.
+// which goes out before anything written after it. Guarded by the
+// connection's wmu, as every write is.
 type sockWriter struct {
 	w     io.Writer
 	raw   syscall.RawConn

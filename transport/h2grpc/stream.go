@@ -472,11 +472,11 @@ func putBuf(b *[]byte) {
 // than its handler's, if it can do so without waiting for anything: the
 // connection's write lock is free, the client's windows take the whole
 // message, and nothing written earlier is still waiting for the socket.
-// The socket gets writes that do not wait, one per piece the connection's
-// buffer hands it (one for a message that fits the buffer); whatever it
-// does not take goes out from another goroutine, ahead of any later frame. It
-// reports whether it wrote; then the response the handler returns is
-// dropped. Otherwise nothing was written, and the handler answers.
+// The socket gets writes that do not wait, one per piece the
+// connection's buffer hands it (one for a message that fits the buffer);
+// whatever it does not take goes out from another goroutine, ahead of any
+// later frame. It reports whether it wrote; then the response the handler
+// returns is dropped. Otherwise nothing was written, and the handler answers.
 //
 // It is for a caller that must not block: the gateway answers a waiter's
 // claim from Raft's apply goroutine the moment the grant applies
