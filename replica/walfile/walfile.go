@@ -84,6 +84,20 @@ const maxTail = 1 << 20
 
 var installOnce sync.Once
 
+// disk is pebble's own file system, kept before Install replaces the
+// package default.
+var disk = vfs.Default
+
+// Create creates the write-ahead file name (it must end in ".log"),
+// padded and written as Install's files are, with busy as its FS.Busy:
+// for a log that is not pebble's.
+func Create(name string, busy func() bool) (vfs.File, error) {
+	if !isLog(name) {
+		return nil, fmt.Errorf("walfile: %s is not named as a write-ahead file (*.log)", name)
+	}
+	return FS{FS: disk, Busy: busy}.Create(name)
+}
+
 // Install pads the write-ahead files of every pebble database opened from
 // now on in this process, with busy as their FS.Busy. Only the first call
 // has an effect.
