@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/internal/syncbuf"
+	"nacos-lockd/replica/raftlog"
 	"nacos-lockd/replica/walfile"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
@@ -472,7 +473,7 @@ func TestFreeSlotDoesNotSendWaitingCommands(t *testing.T) {
 }
 
 // TestLogBusyFollowsEntrySize: the log's syncs hand their P off
-// (walfile.FS.Busy, which Start installs as logBusy) while the entry
+// (walfile's Busy, which Start gives either log as logBusy) while the entry
 // proposed last carries syncHandOffMinCommands commands or more, and not
 // after a lone command.
 func TestLogBusyFollowsEntrySize(t *testing.T) {
@@ -480,10 +481,7 @@ func TestLogBusyFollowsEntrySize(t *testing.T) {
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
-	fs, ok := vfs.Default.(walfile.FS)
-	if !ok || fs.Busy == nil {
-		t.Fatalf("the log's file system is %T with Busy %v: Start did not install the hint", vfs.Default, ok && fs.Busy != nil)
-	}
+	fs := logBusyFS{}
 	now := time.Now().UnixMilli()
 	for i := range syncHandOffMinCommands {
 		propose(t, n, acq(N, fmt.Sprint("k", i), "o", "c1", now, 60000, 0))
@@ -520,7 +518,7 @@ func TestLogBusyWhenAnEntryHandsOff(t *testing.T) {
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
-	fs := vfs.Default.(walfile.FS)
+	fs := logBusyFS{}
 	now := time.Now().UnixMilli()
 	propose(t, n, acq(N, "k", "a", "c1", now, 60000, 0))
 	if got := propose(t, n, acq(N, "k", "b", "c2", now, 60000, 60000)); got != queued(0) {
@@ -587,5 +585,25 @@ func TestResultWinsOverAPassedDeadline(t *testing.T) {
 	p := &pendingCmd{cmd: statemachine.Command{Op: statemachine.OpAcquire}, out: make(chan outcome, 1)}
 	if _, err := p.wait(ctx); !errors.Is(err, ErrUnavailable) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("no result and the ctx ended: %v, want unavailable and the ctx's error", err)
+	}
+}
+
+// logBusyFS asks logBusy, as the log's files do on every sync.
+type logBusyFS struct{}
+
+func (logBusyFS) Busy() bool { return logBusy() }
+
+// TestLogsGetTheBusyHint: both logs' files are given logBusy.
+func TestLogsGetTheBusyHint(t *testing.T) {
+	f, ok := logFactory(LogLockd).LogDBFactory.(raftlog.Factory)
+	if !ok || f.Options.Busy == nil {
+		t.Fatalf("our log's factory %T has no Busy hint", logFactory(LogLockd).LogDBFactory)
+	}
+	if logFactory(LogPebble).LogDBFactory != nil {
+		t.Fatal("pebble's log is dragonboat's default, not a factory of ours")
+	}
+	fs, ok := vfs.Default.(walfile.FS)
+	if !ok || fs.Busy == nil {
+		t.Fatalf("pebble's file system is %T with Busy %v: the hint is not installed", vfs.Default, ok && fs.Busy != nil)
 	}
 }

@@ -11,8 +11,11 @@
 // the node's metrics and the routing of dragonboat's log (dblog.go), and
 // the sizing of dragonboat's in-memory log slices for group commit
 // (entryslice.go).
-// Package walfile, installed by Start, keeps the Raft log's write-ahead
-// files padded ahead of their writer so each entry's sync flushes data only.
+// The Raft log is package raftlog (one direct synced write per Raft
+// update) for a data dir made since December 2026, and dragonboat's pebble
+// log for one made before (logchoice.go: a data dir keeps the log it was
+// made with). Package walfile keeps either log's files padded ahead of
+// their writer so each entry's sync flushes data only.
 //
 // Node implements gateway.Table, control.Table, admin.Locks and
 // admin.Cluster; replicatest.Local is the in-memory stand-in for it.

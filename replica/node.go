@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
-	"nacos-lockd/replica/walfile"
 	"nacos-lockd/settings"
 	"nacos-lockd/storage"
 
@@ -52,6 +51,10 @@ type RaftConfig struct {
 	HeartbeatRTT       uint64 // default 1
 	SnapshotEntries    uint64 // default: settings.RaftSnapshotEntries's
 	CompactionOverhead uint64 // default: half that
+
+	// RaftLog is the log a new data dir keeps: LogLockd (the default when
+	// empty) or LogPebble. A data dir keeps the log it was made with.
+	RaftLog string
 
 	// CoalesceWindow is how long renews in quick succession are collected
 	// into one entry (coalesce.go): 0 picks DefaultCoalesceWindow. Negative
@@ -145,7 +148,11 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	}
 	cfg = cfg.withDefaults()
 	setDragonboatLogger(log)
-	walfile.Install(logBusy) // before dragonboat opens its log: see the package
+	raftLog, err := chooseLog(cfg.NodeHostDir, cfg.RaftLog)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("raft_log", raftLog).Msg("raft log chosen (a data dir keeps the log it was made with)")
 	n := &Node{cfg: cfg, log: log}
 	n.level.Store(statemachine.LevelBaseline)
 	n.m = newNodeMetrics(cfg.Metrics, n)
@@ -155,7 +162,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		RTTMillisecond:    cfg.RTTMillisecond,
 		RaftAddress:       cfg.RaftAddress,
 		RaftEventListener: leaderLogger{log: log, m: n.m},
-		Expert:            config.ExpertConfig{LogDB: LogDBConfig()},
+		Expert:            logFactory(raftLog),
 	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {

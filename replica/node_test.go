@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"nacos-lockd/replica/raftlog"
 	"nacos-lockd/replica/walfile"
+	"nacos-lockd/settings"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,6 +36,7 @@ func freeAddr(t *testing.T) string {
 type nodeEnv struct {
 	dir, addr string
 	window    time.Duration // RaftConfig.CoalesceWindow
+	raftLog   string        // RaftConfig.RaftLog
 	mu        sync.Mutex
 	notes     []statemachine.Notification
 }
@@ -43,7 +47,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window}, db, func(ns []statemachine.Notification) {
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window, RaftLog: e.raftLog}, db, func(ns []statemachine.Notification) {
 		e.mu.Lock()
 		e.notes = append(e.notes, ns...)
 		e.mu.Unlock()
@@ -131,11 +135,17 @@ func TestNodeProposeRestart(t *testing.T) {
 	}
 }
 
-// TestNodeLogIsPadded: Start installs walfile, so the write-ahead file a
-// node's log writes through is padded past its entries (whole chunks),
-// and the node restarts with every entry.
+// TestNodeLogIsPadded: with either log, the files a node's log writes
+// through are padded by walfile past its entries (whole chunks), and the
+// node restarts with every entry.
 func TestNodeLogIsPadded(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
+	for _, raftLog := range []string{LogLockd, LogPebble} {
+		t.Run(raftLog, func(t *testing.T) { testNodeLogIsPadded(t, raftLog) })
+	}
+}
+
+func testNodeLogIsPadded(t *testing.T, raftLog string) {
+	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), raftLog: raftLog}
 	n, db := env.start(t)
 	for i := range 20 {
 		propose(t, n, acq(N, fmt.Sprint("pad-", i), "o", "c1", time.Now().UnixMilli(), 600000, 0))
@@ -168,5 +178,73 @@ func TestNodeLogIsPadded(t *testing.T) {
 	defer n.Close()
 	if r := propose(t, n, acq(N, "pad-19", "other", "c2", time.Now().UnixMilli(), 600000, 0)); r.Success() {
 		t.Fatalf("a lock taken before the restart was free after it: %+v", r)
+	}
+}
+
+// TestNodeKeepsItsLog: a new data dir gets the log asked for (ours when
+// none is), and keeps it whatever a later start asks; a data dir that
+// dragonboat opened before the choice existed keeps pebble.
+func TestNodeKeepsItsLog(t *testing.T) {
+	for _, tc := range []struct{ first, later, want string }{
+		{"", LogPebble, LogLockd},
+		{LogPebble, "", LogPebble},
+	} {
+		t.Run(tc.first+"-then-"+tc.later, func(t *testing.T) {
+			env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), raftLog: tc.first}
+			n, db := env.start(t)
+			propose(t, n, acq(N, "kept", "o", "c1", time.Now().UnixMilli(), 600000, 0))
+			n.Close()
+			db.Close()
+			env.raftLog = tc.later
+			n, db = env.start(t)
+			defer db.Close()
+			defer n.Close()
+			if r := propose(t, n, acq(N, "kept", "other", "c2", time.Now().UnixMilli(), 600000, 0)); r.Success() {
+				t.Fatalf("a lock taken before the restart was free after it: %+v", r)
+			}
+			got, err := chooseLog(filepath.Join(env.dir, "raft"), tc.later)
+			if err != nil || got != tc.want {
+				t.Fatalf("log %q %v, want %q", got, err, tc.want)
+			}
+			ours, _ := filepath.Glob(filepath.Join(env.dir, "raft", "*", "*", raftlog.DirName))
+			if (len(ours) > 0) != (tc.want == LogLockd) {
+				t.Fatalf("raftlog dirs %v with the log %s", ours, tc.want)
+			}
+		})
+	}
+}
+
+// TestChooseLog: the marker decides; without one, dragonboat's flag file
+// means a dir made with pebble; a new dir records the log asked for.
+func TestChooseLog(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old")
+	if err := os.MkdirAll(old, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(old, dragonboatFlagFile), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := chooseLog(old, LogLockd); err != nil || got != LogPebble {
+		t.Fatalf("old dir: %q %v", got, err)
+	}
+	fresh := filepath.Join(dir, "fresh")
+	if got, err := chooseLog(fresh, ""); err != nil || got != LogLockd {
+		t.Fatalf("fresh dir: %q %v", got, err)
+	}
+	if got, err := chooseLog(fresh, LogPebble); err != nil || got != LogLockd {
+		t.Fatalf("fresh dir again: %q %v", got, err)
+	}
+	if _, err := chooseLog(filepath.Join(dir, "x"), "rocksdb"); err == nil {
+		t.Fatal("an unknown log was accepted")
+	}
+	if err := os.WriteFile(filepath.Join(fresh, raftLogMarker), []byte("tan\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chooseLog(fresh, ""); err == nil {
+		t.Fatal("a marker naming an unknown log was accepted")
+	}
+	if got := fmt.Sprint(settings.RaftLog.Choices); got != fmt.Sprint([]string{LogLockd, LogPebble}) {
+		t.Fatalf("settings.RaftLog's choices %s are not the logs Start knows", got)
 	}
 }

@@ -25,6 +25,9 @@ type Config struct {
 	// CoalesceWindow is replica.RaftConfig.CoalesceWindow: how long
 	// renews are collected into one Raft entry; 0 = off.
 	CoalesceWindow time.Duration
+	// RaftLog is replica.RaftConfig.RaftLog: the Raft log a new data dir
+	// keeps.
+	RaftLog string
 	// Transport is gateway.Config.Transport: the SDK port's gRPC server.
 	Transport string
 	// Profiling is admin.Config.Profiling: /debug/pprof/ on the main port.

@@ -258,6 +258,7 @@ func raftConfig(cfg Config, raftDir string, replicaID uint64, reg prometheus.Reg
 		ElectionRTT:        electionRTT,
 		HeartbeatRTT:       heartbeatRTT,
 		CoalesceWindow:     coalesceWindow(cfg.CoalesceWindow),
+		RaftLog:            cfg.RaftLog,
 	}
 }
 

@@ -130,6 +130,11 @@ var (
 		Choices: []string{"h2", "grpc"},
 		Doc:     "the SDK port's gRPC server: h2, our lean HTTP/2 server for the two Nacos methods (package transport/h2grpc: less CPU per call, more calls per second), or grpc, grpc-go's server (the default until December 2026, kept as the fallback)",
 	})
+	RaftLog = declare(Setting{
+		Flag: "raft-log", Env: "NACOS_LOCKD_RAFT_LOG", Kind: String, Default: "lockd",
+		Choices: []string{"lockd", "pebble"},
+		Doc:     "the Raft log a new data dir keeps: lockd, our own (package replica/raftlog: one direct synced write per Raft update, less CPU per lock command), or pebble, dragonboat's own log; a data dir keeps the log it was made with, and data dirs made before December 2026 keep pebble",
+	})
 	Profiling = declare(Setting{
 		Flag: "pprof", Env: "NACOS_LOCKD_PPROF", Kind: Bool, Default: false,
 		Doc: "serve Go's profiles and execution traces (net/http/pprof) under /debug/pprof/ on the main port, guarded like the admin API (a global admin's token when auth is on); off by default, since a CPU profile or trace costs CPU while it runs",
