@@ -5,9 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"nacos-lockd/replica/raftlog"
-	"nacos-lockd/replica/walfile"
-	"nacos-lockd/settings"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,9 +15,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"nacos-lockd/storage"
-
+	"nacos-lockd/replica/raftlog"
+	"nacos-lockd/replica/walfile"
+	"nacos-lockd/settings"
 	"nacos-lockd/statemachine"
+	"nacos-lockd/storage"
 )
 
 func freeAddr(t *testing.T) string {

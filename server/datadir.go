@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"nacos-lockd/internal/durable"
 )
 
 // Data directory layout.
@@ -39,24 +41,8 @@ func SealPending(dataDir string) bool {
 // MarkSealed records that the installed table was sealed (SealPending).
 func MarkSealed(dataDir string) error {
 	ts := time.Now().UTC().Format(time.RFC3339Nano) + "\n"
-	if err := WriteFileSync(filepath.Join(dataDir, SealedMarker), []byte(ts)); err != nil && !errors.Is(err, os.ErrExist) {
+	if err := durable.CreateFile(filepath.Join(dataDir, SealedMarker), []byte(ts)); err != nil && !errors.Is(err, os.ErrExist) {
 		return fmt.Errorf("record sealed install: %w", err)
 	}
 	return nil
-}
-
-// WriteFileSync creates path (it must not exist) with b, synced to disk.
-func WriteFileSync(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/internal/durable"
 	"nacos-lockd/interop/procs"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
@@ -252,7 +253,7 @@ func installTable(t *testing.T, dir string) func() error {
 		if err := db.Close(); err != nil {
 			return err
 		}
-		return WriteFileSync(filepath.Join(dir, ImportMarker), []byte(`{"checksum":"x"}`+"\n"))
+		return durable.CreateFile(filepath.Join(dir, ImportMarker), []byte(`{"checksum":"x"}`+"\n"))
 	}
 }
 

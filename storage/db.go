@@ -11,6 +11,8 @@ import (
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/rs/zerolog"
+
+	"nacos-lockd/internal/durable"
 )
 
 // ErrNotFound is returned by Get when the key is absent.
@@ -366,7 +368,7 @@ func (db *DB) writeMarker() error {
 	if err != nil {
 		return fmt.Errorf("replace: sync marker: %w", err)
 	}
-	return syncDir(db.dir)
+	return durable.SyncDir(db.dir)
 }
 
 func (db *DB) removeMarker() error {
@@ -376,7 +378,7 @@ func (db *DB) removeMarker() error {
 	if err := os.Remove(filepath.Join(db.dir, replaceMarker)); err != nil {
 		return fmt.Errorf("replace: remove marker: %w", err)
 	}
-	return syncDir(db.dir)
+	return durable.SyncDir(db.dir)
 }
 
 // finishInterruptedReplace empties the store if a Replace did not complete.
@@ -396,21 +398,6 @@ func (db *DB) finishInterruptedReplace() error {
 		return fmt.Errorf("sync store after interrupted replace: %w", err)
 	}
 	return db.removeMarker()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir for sync: %w", err)
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("sync dir: %w", err)
-	}
-	return nil
 }
 
 // gcLoop runs value-log GC every interval until Close.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"nacos-lockd/internal/durable"
 )
 
 // ChecksumError is a snapshot archive whose CRC-64 differs from the one
@@ -179,13 +181,13 @@ func WriteSnapshotDir(dir string, meta SnapshotDirMeta, fill func(io.Writer) err
 	}); err != nil {
 		return 0, err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := durable.SyncDir(tmp); err != nil {
 		return 0, fmt.Errorf("write snapshot: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		return 0, fmt.Errorf("write snapshot: %w", err)
 	}
-	if err := syncDir(filepath.Dir(dir)); err != nil {
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
 		return 0, fmt.Errorf("write snapshot: %w", err)
 	}
 	return sum.Sum64(), nil

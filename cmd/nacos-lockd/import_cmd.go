@@ -13,6 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/compat"
+	"nacos-lockd/internal/durable"
 	"nacos-lockd/server"
 	"nacos-lockd/statemachine"
 	"nacos-lockd/storage"
@@ -193,7 +194,7 @@ func installDataDir(dataDir string, t *statemachine.Table, markerName string, ma
 	if err != nil {
 		return err
 	}
-	return server.WriteFileSync(filepath.Join(dataDir, markerName), append(b, '\n'))
+	return durable.CreateFile(filepath.Join(dataDir, markerName), append(b, '\n'))
 }
 
 func readImportMarker(dataDir string) (importMarker, error) {
