@@ -9,11 +9,14 @@ import (
 
 	"github.com/lni/dragonboat/v4/config"
 
+	"nacos-lockd/internal/durable"
 	"nacos-lockd/replica/raftlog"
 	"nacos-lockd/replica/walfile"
+	"nacos-lockd/settings"
 )
 
-// The Raft logs a replica can keep (RaftConfig.RaftLog).
+// The Raft logs a replica can keep (RaftConfig.RaftLog): settings.RaftLog's
+// choices, named for the code that tells them apart.
 const (
 	// LogLockd is package raftlog: one direct synced write per Raft
 	// update, no database under it.
@@ -34,20 +37,21 @@ const dragonboatFlagFile = "dragonboat.ds"
 
 // chooseLog returns the log the data dir keeps: the one its marker names;
 // dragonboat's pebble log for a dir dragonboat opened before the marker
-// existed; for a new dir, want (LogLockd when empty), recorded first.
+// existed; for a new dir, want (settings.RaftLog's default when empty),
+// recorded first.
 func chooseLog(nodeHostDir, want string) (string, error) {
 	if want == "" {
-		want = LogLockd
+		want = settings.RaftLog.DefaultString()
 	}
-	if want != LogLockd && want != LogPebble {
-		return "", fmt.Errorf("raft log %q: want %s or %s", want, LogLockd, LogPebble)
+	if !settings.RaftLog.CheckChoice(want) {
+		return "", fmt.Errorf("raft log %q: want %s", want, settings.RaftLog.ChoiceList())
 	}
 	marker := filepath.Join(nodeHostDir, raftLogMarker)
 	b, err := os.ReadFile(marker)
 	switch {
 	case err == nil:
 		got := strings.TrimSpace(string(b))
-		if got != LogLockd && got != LogPebble {
+		if !settings.RaftLog.CheckChoice(got) {
 			return "", fmt.Errorf("%s names the raft log %q, which this build does not know", marker, got)
 		}
 		return got, nil
@@ -66,35 +70,23 @@ func chooseLog(nodeHostDir, want string) (string, error) {
 }
 
 // writeSynced writes name in dir durably, the directory entry included.
+// It writes a temporary file and renames it, so that a crash leaves the
+// whole content or no file.
 func writeSynced(dir, name, content string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	tmp := filepath.Join(dir, name+".tmp")
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
-	if err != nil {
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if _, err := f.WriteString(content); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Close(); err != nil {
+	if err := durable.CreateFile(tmp, []byte(content)); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return durable.SyncDir(dir)
 }
 
 // logFactory returns dragonboat's log settings for the log chosen.

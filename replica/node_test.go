@@ -184,16 +184,25 @@ func testNodeLogIsPadded(t *testing.T, raftLog string) {
 // none is), and keeps it whatever a later start asks; a data dir that
 // dragonboat opened before the choice existed keeps pebble.
 func TestNodeKeepsItsLog(t *testing.T) {
-	for _, tc := range []struct{ first, later, want string }{
-		{"", LogPebble, LogLockd},
-		{LogPebble, "", LogPebble},
+	for _, tc := range []struct {
+		first, later, want string
+		dropMarker         bool // a data dir from before the marker existed
+	}{
+		{"", LogPebble, LogLockd, false},
+		{LogPebble, "", LogPebble, false},
+		{LogPebble, LogLockd, LogPebble, true},
 	} {
-		t.Run(tc.first+"-then-"+tc.later, func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s-then-%s-marker-dropped-%t", tc.first, tc.later, tc.dropMarker), func(t *testing.T) {
 			env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), raftLog: tc.first}
 			n, db := env.start(t)
 			propose(t, n, acq(N, "kept", "o", "c1", time.Now().UnixMilli(), 600000, 0))
 			n.Close()
 			db.Close()
+			if tc.dropMarker {
+				if err := os.Remove(filepath.Join(env.dir, "raft", raftLogMarker)); err != nil {
+					t.Fatal(err)
+				}
+			}
 			env.raftLog = tc.later
 			n, db = env.start(t)
 			defer db.Close()

@@ -51,6 +51,7 @@ import (
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
 
+	"nacos-lockd/internal/durable"
 	"nacos-lockd/replica/walfile"
 )
 
@@ -165,7 +166,7 @@ func (n *nodeLog) removeTo(index uint64) {
 // Log is the Raft log of every replica of one NodeHost.
 type Log struct {
 	dir     string
-	opts    Options
+	busy    func() bool // Options.Busy
 	segSize int64
 
 	// writeMu orders the appends: one record is encoded, written and
@@ -195,7 +196,7 @@ func Open(dir string, opts Options) (*Log, error) {
 	}
 	l := &Log{
 		dir:     dir,
-		opts:    opts,
+		busy:    opts.Busy,
 		segSize: opts.SegmentSize,
 		nodes:   make(map[nodeKey]*nodeLog),
 		segs:    make(map[uint32]*os.File),
@@ -224,6 +225,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		return nil, err
 	}
 	if err := l.writeRecord(nil); err != nil {
+		l.w.Close()
 		l.closeReaders()
 		return nil, err
 	}
@@ -261,7 +263,7 @@ func (l *Log) listSegments() ([]uint32, error) {
 // checkpoint waiting in the builder for the first write. writeMu is held.
 func (l *Log) startSegment(seq uint32) error {
 	path := filepath.Join(l.dir, segmentName(seq))
-	w, err := walfile.Create(path, l.opts.Busy)
+	w, err := walfile.Create(path, l.busy)
 	if err != nil {
 		return fmt.Errorf("raftlog: create segment: %w", err)
 	}
@@ -270,7 +272,7 @@ func (l *Log) startSegment(seq uint32) error {
 		w.Close()
 		return fmt.Errorf("raftlog: open segment: %w", err)
 	}
-	if err := syncDir(l.dir); err != nil {
+	if err := durable.SyncDir(l.dir); err != nil {
 		w.Close()
 		r.Close()
 		return err
@@ -286,18 +288,6 @@ func (l *Log) startSegment(seq uint32) error {
 	l.segs[seq] = r
 	l.mu.Unlock()
 	l.w, l.wSeq, l.wOff = w, seq, 0
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("raftlog: open %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("raftlog: sync %s: %w", dir, err)
-	}
 	return nil
 }
 
@@ -356,8 +346,7 @@ func (l *Log) sortedKeys() []nodeKey {
 
 // writeRecord appends rec (built in l.b and sealed, or nil for none) to
 // the current segment, after the segment's checkpoint when it is the
-// segment's first write, and syncs. It returns the offset rec starts at.
-// writeMu is held.
+// segment's first write, and syncs. writeMu is held.
 func (l *Log) writeRecord(rec []byte) error {
 	_, err := l.write(rec)
 	return err
@@ -505,28 +494,68 @@ func (l *Log) GetBootstrapInfo(shardID, replicaID uint64) (pb.Bootstrap, error) 
 func (l *Log) SaveRaftState(updates []pb.Update, _ uint64) error {
 	l.writeMu.Lock()
 	defer l.writeMu.Unlock()
-	type planned struct {
-		k        nodeKey
-		state    bool
-		snapshot bool
-		starts   []int // where each entry's encoding starts in the record
+	plan, changed, err := l.encodeUpdates(updates)
+	if err != nil || !changed {
+		return err // nothing changed: no write, as in dragonboat's own log
 	}
-	plan := make([]planned, 0, len(updates))
+	off, err := l.write(l.b.seal())
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, p := range plan {
+		ud := &updates[i]
+		if !p.state && !p.snapshot && len(p.locs) == 0 {
+			continue
+		}
+		n := l.node(p.k)
+		if p.state {
+			n.state, n.hasState = ud.State, true
+		}
+		if p.snapshot {
+			n.snapshot = ud.Snapshot
+			n.setMaxIndex(ud.Snapshot.Index)
+		}
+		if len(p.locs) > 0 {
+			for j := range p.locs {
+				p.locs[j].off += off
+				p.locs[j].seq = l.wSeq
+			}
+			n.appendEntries(ud.EntriesToSave[0].Index, p.locs)
+		}
+	}
+	return nil
+}
+
+// plannedUpdate is what one update of a SaveRaftState changes.
+type plannedUpdate struct {
+	k        nodeKey
+	state    bool       // a state that differs from the one held
+	snapshot bool       // a snapshot newer than the one held
+	locs     []entryLoc // the entries, their offsets within the record
+}
+
+// encodeUpdates encodes the updates' changes into l.b and says what each
+// changes, and whether any does. writeMu is held.
+func (l *Log) encodeUpdates(updates []pb.Update) ([]plannedUpdate, bool, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	plan := make([]plannedUpdate, len(updates))
 	l.b.reset(kindUpdates)
 	l.b.uvarint(uint64(len(updates)))
-	count := 0
-	l.mu.RLock()
+	changed := false
 	for i := range updates {
 		ud := &updates[i]
 		k := nodeKey{ud.ShardID, ud.ReplicaID}
 		n := l.nodes[k]
-		p := planned{k: k}
+		p := &plan[i]
+		p.k = k
 		p.state = !pb.IsEmptyState(ud.State) && (n == nil || !n.hasState || n.state != ud.State)
 		p.snapshot = !pb.IsEmptySnapshot(ud.Snapshot) && (n == nil || ud.Snapshot.Index > n.snapshot.Index)
-		if p.snapshot && len(ud.EntriesToSave) > 0 && ud.Snapshot.Index > ud.EntriesToSave[len(ud.EntriesToSave)-1].Index {
-			l.mu.RUnlock()
-			return fmt.Errorf("raftlog: %d/%d: snapshot %d is past the entries saved with it (last %d)",
-				ud.ShardID, ud.ReplicaID, ud.Snapshot.Index, ud.EntriesToSave[len(ud.EntriesToSave)-1].Index)
+		if last := len(ud.EntriesToSave) - 1; p.snapshot && last >= 0 && ud.Snapshot.Index > ud.EntriesToSave[last].Index {
+			return nil, false, fmt.Errorf("raftlog: %d/%d: snapshot %d is past the entries saved with it (last %d)",
+				ud.ShardID, ud.ReplicaID, ud.Snapshot.Index, ud.EntriesToSave[last].Index)
 		}
 		l.b.uvarint(ud.ShardID)
 		l.b.uvarint(ud.ReplicaID)
@@ -540,69 +569,33 @@ func (l *Log) SaveRaftState(updates []pb.Update, _ uint64) error {
 		l.b.buf = append(l.b.buf, flags)
 		if p.state {
 			if err := l.b.marshaled(&ud.State); err != nil {
-				l.mu.RUnlock()
-				return err
+				return nil, false, err
 			}
 		}
 		if p.snapshot {
 			if err := l.b.marshaled(&ud.Snapshot); err != nil {
-				l.mu.RUnlock()
-				return err
+				return nil, false, err
 			}
 		}
 		l.b.uvarint(uint64(len(ud.EntriesToSave)))
+		if len(ud.EntriesToSave) > 0 {
+			p.locs = make([]entryLoc, len(ud.EntriesToSave))
+		}
 		for j := range ud.EntriesToSave {
 			e := &ud.EntriesToSave[j]
 			if j > 0 && e.Index != ud.EntriesToSave[j-1].Index+1 {
-				l.mu.RUnlock()
-				return fmt.Errorf("raftlog: %d/%d: entries to save are not consecutive (%d after %d)",
+				return nil, false, fmt.Errorf("raftlog: %d/%d: entries to save are not consecutive (%d after %d)",
 					ud.ShardID, ud.ReplicaID, e.Index, ud.EntriesToSave[j-1].Index)
 			}
-			start, err := l.b.entry(e)
+			start, size, err := l.b.entry(e)
 			if err != nil {
-				l.mu.RUnlock()
-				return err
+				return nil, false, err
 			}
-			p.starts = append(p.starts, start)
+			p.locs[j] = entryLoc{off: int64(start), size: uint32(size)}
 		}
-		if p.state || p.snapshot || len(ud.EntriesToSave) > 0 {
-			count++
-		}
-		plan = append(plan, p)
+		changed = changed || p.state || p.snapshot || len(p.locs) > 0
 	}
-	l.mu.RUnlock()
-	if count == 0 {
-		return nil // nothing changes: no write, as dragonboat's own log
-	}
-	rec := l.b.seal()
-	off, err := l.write(rec)
-	if err != nil {
-		return err
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, p := range plan {
-		ud := &updates[i]
-		if !p.state && !p.snapshot && len(ud.EntriesToSave) == 0 {
-			continue
-		}
-		n := l.node(p.k)
-		if p.state {
-			n.state, n.hasState = ud.State, true
-		}
-		if p.snapshot {
-			n.snapshot = ud.Snapshot
-			n.setMaxIndex(ud.Snapshot.Index)
-		}
-		if len(ud.EntriesToSave) > 0 {
-			locs := make([]entryLoc, len(ud.EntriesToSave))
-			for j := range ud.EntriesToSave {
-				locs[j] = entryLoc{off: off + int64(p.starts[j]), seq: l.wSeq, size: uint32(ud.EntriesToSave[j].Size())}
-			}
-			n.appendEntries(ud.EntriesToSave[0].Index, locs)
-		}
-	}
-	return nil
+	return plan, changed, nil
 }
 
 // ReadRaftState returns a replica's Raft state and the range of entries

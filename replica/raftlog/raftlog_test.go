@@ -52,6 +52,21 @@ func entriesOf(t *testing.T, l *Log, shard, lo, hi, maxSize uint64) []string {
 	return out
 }
 
+// checkAcrossReopen checks l, closes it, opens the log in dir again and
+// checks that: what was saved reads back the same after a restart. The
+// log returned is closed when the test ends.
+func checkAcrossReopen(t *testing.T, l *Log, dir string, segSize int64, check func(*Log)) *Log {
+	t.Helper()
+	check(l)
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l = openLog(t, dir, segSize)
+	t.Cleanup(func() { l.Close() })
+	check(l)
+	return l
+}
+
 func want(from, to, term uint64) []string {
 	var out []string
 	for i := from; i <= to; i++ {
@@ -107,13 +122,7 @@ func TestRoundTripAndReopen(t *testing.T) {
 		ni, _ := l.ListNodeInfo()
 		eq(t, "nodes", ni, []raftio.NodeInfo{{ShardID: 1, ReplicaID: 1}})
 	}
-	check(l)
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	l = openLog(t, dir, 0)
-	defer l.Close()
-	check(l)
+	checkAcrossReopen(t, l, dir, 0, check)
 }
 
 // TestMaxSize: iteration stops after the entry that takes the size past
@@ -140,11 +149,7 @@ func TestOverwriteSuffix(t *testing.T) {
 		eq(t, "state", readState(t, l, 1, 0), raftio.RaftState{State: pb.State{Term: 2}, FirstIndex: 1, EntryCount: 8})
 		eq(t, "entries", entriesOf(t, l, 1, 1, 11, 1<<20), append(want(1, 5, 1), want(6, 8, 2)...))
 	}
-	check(l)
-	l.Close()
-	l = openLog(t, dir, 0)
-	defer l.Close()
-	check(l)
+	checkAcrossReopen(t, l, dir, 0, check)
 }
 
 // TestSnapshotInUpdate: a snapshot saved with the state (one received
@@ -166,11 +171,7 @@ func TestSnapshotInUpdate(t *testing.T) {
 		eq(t, "entries", entriesOf(t, l, 1, 101, 105, 1<<20), want(101, 104, 3))
 		eq(t, "behind the snapshot", entriesOf(t, l, 1, 5, 7, 1<<20), []string(nil))
 	}
-	check(l)
-	l.Close()
-	l = openLog(t, dir, 0)
-	defer l.Close()
-	check(l)
+	checkAcrossReopen(t, l, dir, 0, check)
 }
 
 // TestSaveSnapshots: a newer snapshot replaces the one held, an older one
@@ -190,11 +191,7 @@ func TestSaveSnapshots(t *testing.T) {
 		eq(t, "snapshot", got.Index, 20)
 		eq(t, "range", readState(t, l, 1, 20), raftio.RaftState{State: pb.State{Term: 1}, FirstIndex: 20, EntryCount: 11})
 	}
-	check(l)
-	l.Close()
-	l = openLog(t, dir, 0)
-	defer l.Close()
-	check(l)
+	checkAcrossReopen(t, l, dir, 0, check)
 }
 
 func segmentFiles(t *testing.T, dir string) []string {
@@ -252,11 +249,7 @@ func TestCompaction(t *testing.T) {
 		ss, _ := l.GetSnapshot(1, 1)
 		eq(t, "snapshot", ss.Index, 350)
 	}
-	check(l)
-	l.Close()
-	l = openLog(t, dir, 1024)
-	defer l.Close()
-	check(l)
+	l = checkAcrossReopen(t, l, dir, 1024, check)
 	eq(t, "entries below the removal point after reopening", entriesOf(t, l, 1, 300, 302, 1<<20), []string(nil))
 }
 
@@ -361,11 +354,7 @@ func TestRemoveNodeAndImport(t *testing.T) {
 			t.Fatalf("imported bootstrap %+v %v", bs, err)
 		}
 	}
-	check(l)
-	l.Close()
-	l = openLog(t, dir, 0)
-	defer l.Close()
-	check(l)
+	checkAcrossReopen(t, l, dir, 0, check)
 }
 
 // TestConcurrentShards: dragonboat's step workers save different shards
@@ -412,4 +401,45 @@ func TestConcurrentShards(t *testing.T) {
 		eq(t, fmt.Sprint("shard ", shard), entriesOf(t, l, shard, 181, 201, 1<<20), want(181, 200, 1))
 		eq(t, "state", readState(t, l, shard, 180).State, pb.State{Term: 1, Commit: 200})
 	}
+}
+
+// TestSegmentWithoutCheckpoint: every segment this log writes opens with
+// a checkpoint; one whose first whole record is anything else was not
+// written by it, and Open refuses the log rather than replay it without
+// the metadata before it.
+func TestSegmentWithoutCheckpoint(t *testing.T) {
+	dir := t.TempDir()
+	l := openLog(t, dir, 0)
+	save(t, l, pb.Update{ShardID: 1, ReplicaID: 1, State: pb.State{Term: 1}, EntriesToSave: ents(1, 2, 1)})
+	l.Close()
+	var b builder
+	b.reset(kindRemoveNode)
+	b.uvarint(1)
+	b.uvarint(1)
+	if err := os.WriteFile(filepath.Join(dir, segmentName(9)), b.seal(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open(dir, Options{}); !errors.Is(err, errCorrupt) {
+		t.Fatalf("open: %v, want errCorrupt", err)
+	}
+}
+
+// TestWriteFailureSticks: after a write fails the segment's end is
+// unknown (the record may be half on disk), so the log takes nothing more
+// and says why, rather than append after a torn record.
+func TestWriteFailureSticks(t *testing.T) {
+	l := openLog(t, t.TempDir(), 0)
+	defer l.Close()
+	save(t, l, pb.Update{ShardID: 1, ReplicaID: 1, State: pb.State{Term: 1}, EntriesToSave: ents(1, 1, 1)})
+	l.writeMu.Lock()
+	l.w.Close() // the device goes away under the writer
+	l.writeMu.Unlock()
+	first := l.SaveRaftState([]pb.Update{{ShardID: 1, ReplicaID: 1, EntriesToSave: ents(2, 2, 1)}}, 1)
+	if first == nil {
+		t.Fatal("a write to a closed segment succeeded")
+	}
+	if err := l.SaveBootstrapInfo(1, 1, pb.Bootstrap{}); !errors.Is(err, first) {
+		t.Fatalf("the next write: %v, want the first failure %v", err, first)
+	}
+	eq(t, "entries", entriesOf(t, l, 1, 1, 3, 1<<20), want(1, 1, 1))
 }

@@ -81,8 +81,8 @@ func (b *builder) marshaled(m interface {
 }
 
 // entry appends e as its index, its length and its encoding, and returns
-// where the encoding starts in buf.
-func (b *builder) entry(e *pb.Entry) (int, error) {
+// where the encoding starts in buf and its length.
+func (b *builder) entry(e *pb.Entry) (int, int, error) {
 	b.uvarint(e.Index)
 	n := e.Size()
 	b.uvarint(uint64(n))
@@ -91,13 +91,13 @@ func (b *builder) entry(e *pb.Entry) (int, error) {
 	b.buf = append(b.buf, make([]byte, e.SizeUpperLimit())...)
 	k, err := e.MarshalTo(b.buf[start:])
 	if err != nil {
-		return 0, fmt.Errorf("raftlog: encode entry %d: %w", e.Index, err)
+		return 0, 0, fmt.Errorf("raftlog: encode entry %d: %w", e.Index, err)
 	}
 	if k != n {
-		return 0, fmt.Errorf("raftlog: entry %d encoded to %d bytes, sized %d", e.Index, k, n)
+		return 0, 0, fmt.Errorf("raftlog: entry %d encoded to %d bytes, sized %d", e.Index, k, n)
 	}
 	b.buf = b.buf[:start+n]
-	return start, nil
+	return start, n, nil
 }
 
 // seal writes the header and returns the whole record.
