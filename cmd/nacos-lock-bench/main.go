@@ -74,6 +74,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return runSyncFloor(ctx, args[1:], stdout, stderr)
 		case "table":
 			return runTable(args[1:], stdout, stderr)
+		case "handoff-trace":
+			return runHandoffTrace(ctx, args[1:], stdout, stderr)
 		}
 	}
 	return run(ctx, args, stdout, stderr)
