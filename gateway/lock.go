@@ -203,16 +203,13 @@ func (s *Server) claimByRead(ctx context.Context, c *conn, cmd statemachine.Comm
 	// meanwhile.
 	rec := statemachine.Command{Op: statemachine.OpClaim, NowMs: max(cmd.NowMs, l.Clock), Kind: cmd.Kind, Key: cmd.Key,
 		Owner: cmd.Owner, ConnID: cmd.ConnID, LeaseMs: cmd.LeaseMs, Token: token, LeaseAtNow: true}
-	rctx, cancel := context.WithTimeout(context.Background(), s.cfg.RequestTimeout)
-	done, err := s.table.Record(rctx, rec)
+	done, err := s.table.Record(time.Now().Add(s.cfg.RequestTimeout), rec)
 	if err != nil {
-		cancel()
 		return statemachine.Result{}, false // not queued: claim the usual way
 	}
 	s.m.readClaim("answered")
 	finish := c.startRecord()
 	go func() {
-		defer cancel()
 		err := <-done
 		if err != nil {
 			s.m.readClaim("record_failed")

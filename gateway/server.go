@@ -31,10 +31,10 @@ import (
 // its control loops (control.Table).
 type Table interface {
 	Propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error)
-	// Record queues cmd in order behind everything proposed before it and
-	// returns at once (replica.Node.Record); claims answered from a
-	// read are recorded with it.
-	Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error)
+	// Record queues cmd in order behind everything proposed before it, to
+	// be proposed by deadline, and returns at once (replica.Node.Record);
+	// claims answered from a read are recorded with it.
+	Record(deadline time.Time, cmd statemachine.Command) (<-chan error, error)
 	// LockLinearizable reads one lock after everything committed before
 	// the call has been applied.
 	LockLinearizable(ctx context.Context, kind statemachine.Kind, key string) (lockview.Lock, error)

@@ -1,7 +1,6 @@
 package replica
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -48,7 +47,7 @@ func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
 		return l
 	}
 	record := func(l lockview.Lock) <-chan error {
-		done, err := n.Record(context.Background(), claimCmd(N, l.Key, "b", "c2", now(), 60000, l.Token))
+		done, err := n.Record(time.Now().Add(10*time.Second), claimCmd(N, l.Key, "b", "c2", now(), 60000, l.Token))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -111,6 +111,10 @@ type pendingCmd struct {
 	deadline time.Time
 	start    time.Time
 	out      chan outcome // buffered: a result never blocks on a caller that left
+	// recorded, for a command queued by record, takes its outcome instead
+	// of out, as Node.Record reports it (buffered): no goroutine stands
+	// between the entry's result and the recorder.
+	recorded chan error
 	// ordered: queued by record, whose caller relies on it being committed
 	// before anything proposed after it, or not at all.
 	ordered bool
@@ -138,7 +142,11 @@ var errClosing = fmt.Errorf("%w: node closing", ErrUnavailable)
 // its ctx ends was never proposed; one proposed whose ctx ends first is
 // ambiguous, exactly like a timed-out direct proposal.
 func (g *groupCommit) propose(ctx context.Context, cmd statemachine.Command) (statemachine.Result, error) {
-	p, err := g.enqueue(ctx, cmd, true)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(10 * time.Second)
+	}
+	p, err := g.enqueue(deadline, cmd, nil)
 	if err != nil {
 		return statemachine.Result{}, err
 	}
@@ -166,17 +174,18 @@ func (p *pendingCmd) wait(ctx context.Context) (statemachine.Result, error) {
 	}
 }
 
-// enqueue puts cmd in line. When it can be proposed at once, it is,
-// before enqueue returns; with wait set this goroutine then waits for the
-// entry's result and hands it out (so a lone command costs no goroutine
-// switch). Without wait it is recorded (see record).
-func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wait bool) (*pendingCmd, error) {
+// enqueue puts cmd in line, to be proposed by deadline. When it can be
+// proposed at once, it is, before enqueue returns; a caller that waits
+// (recorded nil) then waits on this goroutine for the entry's result and
+// hands it out (so a lone command costs no goroutine switch). With
+// recorded it is recorded (see record).
+func (g *groupCommit) enqueue(deadline time.Time, cmd statemachine.Command, recorded chan error) (*pendingCmd, error) {
 	now := time.Now()
-	deadline, ok := ctx.Deadline()
-	if !ok {
-		deadline = now.Add(10 * time.Second)
+	wait := recorded == nil
+	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, recorded: recorded, ordered: !wait}
+	if wait {
+		p.out = make(chan outcome, 1)
 	}
-	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, out: make(chan outcome, 1), ordered: !wait}
 	handOff := cmd.Op == statemachine.OpAcquire && cmd.WaitMs > 0 && g.window > 0 && g.n != nil && g.n.inHandOff(cmd)
 	p.grants = cmd.Op == statemachine.OpRelease && g.n != nil && g.n.NextGrant(cmd.Kind, cmd.Key, cmd.Owner).Found
 	g.mu.Lock()
@@ -228,14 +237,33 @@ func (g *groupCommit) enqueue(ctx context.Context, cmd statemachine.Command, wai
 	return p, nil
 }
 
-// record queues cmd behind everything queued before it and returns at
-// once; the channel delivers its outcome once committed (or failed).
-func (g *groupCommit) record(ctx context.Context, cmd statemachine.Command) (<-chan outcome, error) {
-	p, err := g.enqueue(ctx, cmd, false)
-	if err != nil {
+// record queues cmd behind everything queued before it, to be proposed
+// by deadline, and returns at once; the channel delivers nil once cmd is
+// committed and applied with success, or why not (see Node.Record).
+func (g *groupCommit) record(deadline time.Time, cmd statemachine.Command) (<-chan error, error) {
+	done := make(chan error, 1)
+	if _, err := g.enqueue(deadline, cmd, done); err != nil {
 		return nil, err
 	}
-	return p.out, nil
+	return done, nil
+}
+
+// deliver hands p its outcome: to its waiting caller, or, for a recorded
+// command, as the error Node.Record promises. It never blocks: both
+// channels hold one value and get one.
+func (p *pendingCmd) deliver(o outcome) {
+	if p.recorded == nil {
+		p.out <- o
+		return
+	}
+	switch {
+	case o.err != nil:
+		p.recorded <- o.err
+	case o.res.Code != statemachine.CodeOK:
+		p.recorded <- fmt.Errorf("%s: %w: %s", p.cmd.Op, ErrRecordRefused, o.res.Code)
+	default:
+		p.recorded <- nil
+	}
 }
 
 // holding reports whether everything queued is waiting out the window for
@@ -411,7 +439,7 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
 	entry, rest := statemachine.TakeEntry(g.queue, pendingCommand, func(p *pendingCmd) bool {
 		if now.After(p.deadline) {
-			p.out <- outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)}
+			p.deliver(outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)})
 			return true
 		}
 		return false
@@ -471,7 +499,7 @@ func (g *groupCommit) await(s *submitted) {
 		retry := s.batch[:0:0]
 		for _, p := range s.batch {
 			if p.ordered {
-				p.out <- outcome{err: fmt.Errorf("propose %s: %w: dropped before it reached the log", p.cmd.Op, ErrUnavailable)}
+				p.deliver(outcome{err: fmt.Errorf("propose %s: %w: dropped before it reached the log", p.cmd.Op, ErrUnavailable)})
 				continue
 			}
 			retry = append(retry, p)
@@ -505,7 +533,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 		} else {
 			g.n.m.proposed(p.cmd.Op, time.Since(p.start))
 		}
-		p.out <- outcome{res, err}
+		p.deliver(outcome{res, err})
 		return
 	}
 	rs, err := statemachine.DecodeResults(data)
@@ -518,7 +546,7 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 	}
 	for i, p := range s.batch {
 		g.n.m.proposed(p.cmd.Op, time.Since(p.start))
-		p.out <- outcome{res: rs[i]}
+		p.deliver(outcome{res: rs[i]})
 	}
 }
 
@@ -540,7 +568,7 @@ func requestError(r dragonboat.RequestResult) error {
 
 func failAll(batch []*pendingCmd, err error) {
 	for _, p := range batch {
-		p.out <- outcome{err: fmt.Errorf("propose %s: %w", p.cmd.Op, err)}
+		p.deliver(outcome{err: fmt.Errorf("propose %s: %w", p.cmd.Op, err)})
 	}
 }
 

@@ -41,7 +41,7 @@ func TestNodeRecordsClaimsOnlyAtTheGateLevel(t *testing.T) {
 	}
 	claim := claimCmd(N, "k", "b", "c2", now, 60000, 1)
 	claim.LeaseAtNow = true
-	if _, err := n.Record(context.Background(), claim); !errors.Is(err, ErrLevelTooLow) {
+	if _, err := n.Record(time.Now().Add(10*time.Second), claim); !errors.Is(err, ErrLevelTooLow) {
 		t.Fatalf("record at the baseline level: %v, want ErrLevelTooLow", err)
 	}
 	// Other commands are proposed as before: the baseline reads them.
@@ -49,7 +49,7 @@ func TestNodeRecordsClaimsOnlyAtTheGateLevel(t *testing.T) {
 		t.Fatalf("acquire at the baseline: %+v", r)
 	}
 	raiseLevel(t, n)
-	done, err := n.Record(context.Background(), claim)
+	done, err := n.Record(time.Now().Add(10*time.Second), claim)
 	if err != nil {
 		t.Fatalf("record at the gate's level: %v", err)
 	}

@@ -284,31 +284,17 @@ func (n *Node) ProposeLevel(ctx context.Context, level int) error {
 // meanwhile, but a recorded command is failed instead). The channel delivers
 // nil once cmd is committed and applied with success, ErrRecordRefused if
 // it was committed but refused (a CLAIM whose grant had passed on), or why
-// it was not committed. ctx's deadline bounds how long cmd may take.
-func (n *Node) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
+// it was not committed. A cmd not proposed by deadline is failed. (A
+// deadline, not a context: nothing cancels a queued record, and a claim's
+// answer on a hand-off's path costs no timer.)
+func (n *Node) Record(deadline time.Time, cmd statemachine.Command) (<-chan error, error) {
 	if n.gc == nil {
 		return nil, ErrNotOrdered
 	}
 	if cmd.Op == statemachine.OpClaim && n.ClusterLevel() < statemachine.LevelLeaseAtNow {
 		return nil, ErrLevelTooLow
 	}
-	out, err := n.gc.record(ctx, cmd)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() {
-		o := <-out
-		switch {
-		case o.err != nil:
-			done <- o.err
-		case o.res.Code != statemachine.CodeOK:
-			done <- fmt.Errorf("%s: %w: %s", cmd.Op, ErrRecordRefused, o.res.Code)
-		default:
-			done <- nil
-		}
-	}()
-	return done, nil
+	return n.gc.record(deadline, cmd)
 }
 
 // proposeOne commits cmd as an entry of its own.

@@ -50,8 +50,8 @@ func (l *Local) Propose(ctx context.Context, cmd statemachine.Command) (statemac
 
 // Record applies cmd at once: a local table has no queue to order. As
 // replica.Node.Record, a refused command is reported on the channel.
-func (l *Local) Record(ctx context.Context, cmd statemachine.Command) (<-chan error, error) {
-	res, err := l.Propose(ctx, cmd)
+func (l *Local) Record(_ time.Time, cmd statemachine.Command) (<-chan error, error) {
+	res, err := l.Propose(context.Background(), cmd)
 	done := make(chan error, 1)
 	switch {
 	case err != nil:
