@@ -176,6 +176,10 @@ type handoffReport struct {
 	// ToWrite runs from that proposal to the log's write of it
 	// (dragonboat's step worker, the log's encoding).
 	ToProposal, ToWrite []float64
+	// ReadToProposal is the server's part of ToProposal: from the read
+	// that brought the release in (its connection's read loop) to its
+	// proposal (HTTP/2 and JSON decoding, the push ahead, group commit).
+	ReadToProposal []float64
 }
 
 // analyzeHandoffs finds the hand-offs' steps in ts (in time order).
@@ -183,8 +187,11 @@ func analyzeHandoffs(ts []transition) handoffReport {
 	type span struct{ start, end int64 }
 	var syncs, claimWrites []span
 	var claimWaits, proposals []int64
-	open := map[uint64]*span{} // syncs and claim writes in progress, by goroutine
-	kind := map[uint64]bool{}  // true: the open span is a sync
+	lastRead := map[uint64]int64{}   // each read loop's latest read (its start)
+	dispatched := map[uint64]int64{} // each handler's latest request: the read that brought it in
+	inbound := map[int64]int64{}     // a proposal's time -> since its request's read
+	open := map[uint64]*span{}       // syncs and claim writes in progress, by goroutine
+	kind := map[uint64]bool{}        // true: the open span is a sync
 	for _, t := range ts {
 		switch {
 		case t.from == goRunning && t.to == goSyscall && has(t.stack, "replica/walfile.pwrite"):
@@ -204,6 +211,18 @@ func analyzeHandoffs(ts []transition) handoffReport {
 			claimWaits = append(claimWaits, t.at)
 		case t.to == goRunnable && has(t.byStack, "setStepReady", "replica.(*groupCommit)"):
 			proposals = append(proposals, t.at)
+			// The proposer's request: the read that brought it in.
+			if read, ok := dispatched[t.by]; ok {
+				inbound[t.at] = t.at - read
+			}
+		}
+		switch {
+		case t.from == goRunning && t.to == goSyscall && has(t.stack, "h2grpc.(*conn).readLoop"):
+			lastRead[t.g] = t.at
+		case t.to == goRunnable && has(t.byStack, "h2grpc.(*Server).dispatch"):
+			if read, ok := lastRead[t.by]; ok {
+				dispatched[t.g] = read
+			}
 		}
 	}
 	var rep handoffReport
@@ -242,6 +261,9 @@ func analyzeHandoffs(ts []transition) handoffReport {
 		if p, ok := next(proposals, cw.end); ok && p < following.start {
 			rep.ToProposal = append(rep.ToProposal, us(p-cw.end))
 			rep.ToWrite = append(rep.ToWrite, us(following.start-p))
+			if in, ok := inbound[p]; ok {
+				rep.ReadToProposal = append(rep.ReadToProposal, us(in))
+			}
 		}
 	}
 	return rep
@@ -275,6 +297,7 @@ func (r handoffReport) print(w io.Writer) {
 		{"sync end -> claim reply write", r.ToClaimWrite},
 		{"claim reply write (syscall)", r.ClaimWrite},
 		{"claim written -> next proposal", r.ToProposal},
+		{"  of which release read -> proposal", r.ReadToProposal},
 		{"proposal -> log write", r.ToWrite},
 		{"claim waits, from its sync's end", r.ClaimWaits},
 	}

@@ -15,16 +15,20 @@ var (
 	claimWriteStack = []string{"nacos-lockd/transport/h2grpc.(*sockWriter).writeNow.func1", "nacos-lockd/gateway.(*Server).Notify", "github.com/lni/dragonboat/v4.(*engine).applyWorkerMain"}
 	claimWaitStack  = []string{"runtime.selectgo", "nacos-lockd/gateway.(*conn).awaitAhead", "nacos-lockd/gateway.(*Server).lock"}
 	proposeStack    = []string{"github.com/lni/dragonboat/v4.(*engine).setStepReady", "github.com/lni/dragonboat/v4.(*NodeHost).Propose", "nacos-lockd/replica.(*groupCommit).submit"}
+	readStack       = []string{"syscall.read", "net.(*conn).Read", "golang.org/x/net/http2.(*Framer).ReadFrame", "nacos-lockd/transport/h2grpc.(*conn).readLoop"}
+	dispatchStack   = []string{"runtime.selectnbsend", "nacos-lockd/transport/h2grpc.(*Server).dispatch", "nacos-lockd/transport/h2grpc.(*conn).readLoop"}
 	otherWrite      = []string{"nacos-lockd/transport/h2grpc.(*sockWriter).writeNow.func1", "nacos-lockd/gateway.(*Server).lock", "nacos-lockd/transport/h2grpc.(*Server).worker"} // a handler's reply
 )
 
 const (
-	step, apply, claimer, releaser = 1, 2, 3, 4
+	step, apply, claimer, releaser, reader = 1, 2, 3, 4, 5
 )
 
 // handoff appends one hand-off's transitions, starting with its log write
 // at t (µs): the sync, the claim waiting during it, the claim's reply at
-// apply, then the next release's proposal. Offsets in µs.
+// apply, then the next release: read 40 µs before its proposal, handed to
+// its handler (the read loop reads again at once, finding nothing), and
+// proposed. Offsets in µs.
 func handoff(ts []transition, t, sync, toClaim, claimWrite, toProposal, claimWait float64) []transition {
 	ns := func(us float64) int64 { return int64(us * 1e3) }
 	end := t + sync
@@ -37,6 +41,11 @@ func handoff(ts []transition, t, sync, toClaim, claimWrite, toProposal, claimWai
 		transition{at: ns(end + 2), g: releaser, by: releaser, from: goSyscall, to: goRunning},
 		transition{at: ns(end + toClaim), g: apply, by: apply, from: goRunning, to: goSyscall, stack: claimWriteStack},
 		transition{at: ns(end + toClaim + claimWrite), g: apply, by: apply, from: goSyscall, to: goRunning},
+		transition{at: ns(end + toClaim + claimWrite + toProposal - 40), g: reader, by: reader, from: goRunning, to: goSyscall, stack: readStack},
+		transition{at: ns(end + toClaim + claimWrite + toProposal - 38), g: reader, by: reader, from: goSyscall, to: goRunning},
+		transition{at: ns(end + toClaim + claimWrite + toProposal - 35), g: releaser, by: reader, from: goWaiting, to: goRunnable, byStack: dispatchStack},
+		transition{at: ns(end + toClaim + claimWrite + toProposal - 34), g: reader, by: reader, from: goRunning, to: goSyscall, stack: readStack},
+		transition{at: ns(end + toClaim + claimWrite + toProposal - 33), g: reader, by: reader, from: goSyscall, to: goRunning},
 		transition{at: ns(end + toClaim + claimWrite + toProposal), g: step, by: releaser, from: goWaiting, to: goRunnable, byStack: proposeStack},
 	)
 }
@@ -75,6 +84,7 @@ func TestAnalyzeHandoffs(t *testing.T) {
 	check("to claim write", r.ToClaimWrite, 3, 30)
 	check("claim write", r.ClaimWrite, 3, 20)
 	check("to proposal", r.ToProposal, 3, 180)
+	check("read to proposal", r.ReadToProposal, 3, 40)
 	check("to write", r.ToWrite, 3, 20) // 400 - (150 + 30 + 20 + 180)
 	check("claim waits", r.ClaimWaits, 3, -60)
 	// The late claim of the last write has no next write to bound it.
