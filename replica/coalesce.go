@@ -113,11 +113,9 @@ type pendingCmd struct {
 	out      chan outcome // buffered: a result never blocks on a caller that left
 	// recorded, for a command queued by record, takes its outcome instead
 	// of out, as Node.Record reports it (buffered): no goroutine stands
-	// between the entry's result and the recorder.
+	// between the entry's result and the recorder. Its caller relies on it
+	// being committed before anything proposed after it, or not at all.
 	recorded chan error
-	// ordered: queued by record, whose caller relies on it being committed
-	// before anything proposed after it, or not at all.
-	ordered bool
 	// mayWait: nobody hurries for it, so it may wait out the window for
 	// company (see enqueue).
 	mayWait bool
@@ -182,7 +180,7 @@ func (p *pendingCmd) wait(ctx context.Context) (statemachine.Result, error) {
 func (g *groupCommit) enqueue(deadline time.Time, cmd statemachine.Command, recorded chan error) (*pendingCmd, error) {
 	now := time.Now()
 	wait := recorded == nil
-	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, recorded: recorded, ordered: !wait}
+	p := &pendingCmd{cmd: cmd, deadline: deadline, start: now, recorded: recorded}
 	if wait {
 		p.out = make(chan outcome, 1)
 	}
@@ -498,7 +496,7 @@ func (g *groupCommit) await(s *submitted) {
 		// it fails instead, and its caller deals with that.
 		retry := s.batch[:0:0]
 		for _, p := range s.batch {
-			if p.ordered {
+			if p.recorded != nil {
 				p.deliver(outcome{err: fmt.Errorf("propose %s: %w: dropped before it reached the log", p.cmd.Op, ErrUnavailable)})
 				continue
 			}

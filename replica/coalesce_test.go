@@ -607,3 +607,42 @@ func TestLogsGetTheBusyHint(t *testing.T) {
 		t.Fatalf("pebble's file system is %T with Busy %v: the hint is not installed", vfs.Default, ok && fs.Busy != nil)
 	}
 }
+
+// A recorded command's outcome reaches its channel as Node.Record
+// promises, from wherever group commit settles it: nil once applied with
+// success, ErrRecordRefused when applied and refused, the failure when it
+// was not committed; a record whose deadline passed while queued is failed
+// there and never proposed.
+func TestRecordedOutcomes(t *testing.T) {
+	claim := statemachine.Command{Op: statemachine.OpClaim, Kind: N, Key: "k", Owner: "o", ConnID: "c"}
+	recorded := func() *pendingCmd { return &pendingCmd{cmd: claim, recorded: make(chan error, 1)} }
+	p := recorded()
+	p.deliver(outcome{res: statemachine.Result{Code: statemachine.CodeOK}})
+	if err := <-p.recorded; err != nil {
+		t.Fatalf("applied with success: %v", err)
+	}
+	p = recorded()
+	p.deliver(outcome{res: statemachine.Result{Code: statemachine.CodeNotOwner}})
+	if err := <-p.recorded; !errors.Is(err, ErrRecordRefused) {
+		t.Fatalf("applied and refused: %v, want ErrRecordRefused", err)
+	}
+	p = recorded()
+	p.deliver(outcome{err: errClosing})
+	if err := <-p.recorded; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("not committed: %v, want the failure", err)
+	}
+	if p.out != nil {
+		t.Fatal("a recorded command got a caller's channel too")
+	}
+
+	g := newGroupCommit(nil, 0)
+	late := recorded()
+	late.deadline = time.Now().Add(-time.Second)
+	g.queue = []*pendingCmd{late}
+	if entry := g.take(time.Now()); len(entry) != 0 {
+		t.Fatalf("a record past its deadline was taken into an entry: %d commands", len(entry))
+	}
+	if err := <-late.recorded; !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("record past its deadline: %v, want ErrUnavailable", err)
+	}
+}

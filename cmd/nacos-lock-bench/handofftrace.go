@@ -184,24 +184,26 @@ type handoffReport struct {
 
 // analyzeHandoffs finds the hand-offs' steps in ts (in time order).
 func analyzeHandoffs(ts []transition) handoffReport {
-	type span struct{ start, end int64 }
+	type span struct {
+		start, end int64
+		sync       bool // the log's write, not a claim's reply
+	}
 	var syncs, claimWrites []span
 	var claimWaits, proposals []int64
 	lastRead := map[uint64]int64{}   // each read loop's latest read (its start)
 	dispatched := map[uint64]int64{} // each handler's latest request: the read that brought it in
 	inbound := map[int64]int64{}     // a proposal's time -> since its request's read
 	open := map[uint64]*span{}       // syncs and claim writes in progress, by goroutine
-	kind := map[uint64]bool{}        // true: the open span is a sync
 	for _, t := range ts {
 		switch {
 		case t.from == goRunning && t.to == goSyscall && has(t.stack, "replica/walfile.pwrite"):
-			open[t.g], kind[t.g] = &span{start: t.at}, true
+			open[t.g] = &span{start: t.at, sync: true}
 		case t.from == goRunning && t.to == goSyscall && has(t.stack, "writeNow", "applyWorkerMain"):
-			open[t.g], kind[t.g] = &span{start: t.at}, false
+			open[t.g] = &span{start: t.at}
 		case t.from == goSyscall && open[t.g] != nil:
 			s := open[t.g]
 			s.end = t.at
-			if kind[t.g] {
+			if s.sync {
 				syncs = append(syncs, *s)
 			} else {
 				claimWrites = append(claimWrites, *s)
