@@ -357,16 +357,10 @@ func (db *DB) writeMarker() error {
 	if db.dir == "" {
 		return nil
 	}
-	f, err := os.Create(filepath.Join(db.dir, replaceMarker))
-	if err != nil {
-		return fmt.Errorf("replace: create marker: %w", err)
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("replace: sync marker: %w", err)
+	// A replace that failed left its marker behind: this one takes its
+	// place.
+	if err := durable.WriteFile(filepath.Join(db.dir, replaceMarker), nil); err != nil {
+		return fmt.Errorf("replace: write marker: %w", err)
 	}
 	return durable.SyncDir(db.dir)
 }

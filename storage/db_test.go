@@ -444,6 +444,33 @@ func TestReplaceOnDisk(t *testing.T) {
 	}
 }
 
+// A Replace that fails leaves its marker (the store is empty, and the next
+// Open empties it again); a Replace after it writes over that marker and
+// removes it when it succeeds.
+func TestReplaceAfterFailedReplaceOnDisk(t *testing.T) {
+	dir := t.TempDir()
+	db := openTest(t, Config{Dir: dir})
+	commit(t, db, "a", "old")
+	boom := errors.New("boom")
+	if err := db.Replace(func(put func(k, v []byte) error) error { return boom }); !errors.Is(err, boom) {
+		t.Fatalf("Replace err = %v, want boom", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, replaceMarker)); err != nil {
+		t.Fatalf("no marker after a failed Replace: %v", err)
+	}
+	if err := db.Replace(func(put func(k, v []byte) error) error {
+		return put([]byte("b"), []byte("new"))
+	}); err != nil {
+		t.Fatalf("Replace after a failed one: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, replaceMarker)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("marker left after a successful Replace: %v", err)
+	}
+	if got := scanAll(t, db.Scan, ""); !slices.Equal(got, []pair{{"b", "new"}}) {
+		t.Fatalf("after the second Replace: %v", got)
+	}
+}
+
 // A crash inside Replace leaves the marker; the next Open empties the store
 // instead of serving a partial one.
 func TestOpenAfterInterruptedReplace(t *testing.T) {

@@ -11,7 +11,20 @@ import (
 // CreateFile creates path (it must not exist) with b, synced to disk. The
 // directory entry is not synced: call SyncDir when it must survive too.
 func CreateFile(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	return writeSynced(path, b, os.O_EXCL)
+}
+
+// WriteFile writes b to path, synced to disk, creating the file or
+// replacing what it held: for a marker that a step interrupted before may
+// have left behind. The directory entry is not synced, as for CreateFile.
+func WriteFile(path string, b []byte) error {
+	return writeSynced(path, b, os.O_TRUNC)
+}
+
+// writeSynced opens path for writing with os.O_CREATE and mode, writes b
+// and syncs it.
+func writeSynced(path string, b []byte, mode int) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|mode, 0o640)
 	if err != nil {
 		return err
 	}
