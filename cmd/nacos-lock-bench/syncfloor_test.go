@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"nacos-lockd/bench/load"
 	"nacos-lockd/bench/peers"
 )
 
@@ -80,9 +81,21 @@ func TestRatioTableSyncFloor(t *testing.T) {
 		"nacos-lockd wrote 0.70 Raft entries per pair here, one synced write each.",
 		"One synced 512-byte write as the log makes it (page cache + fdatasync, into a file padded ahead)",
 		"cost 50.0 µs of CPU (p50 0.2 ms), so its syncs cost at least 35.0 µs per pair",
-		"grpc-noop's 100 µs plus that is 135 µs, 1.35x grpc-noop's: the floor for a server that syncs as often. nacos-lockd: 130 µs (1.30x).",
+		"grpc-noop's 100 µs plus that is 135 µs, 1.35x grpc-noop's: the floor for a grpc-go server that syncs as often. nacos-lockd: 130 µs (1.30x).",
 		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair; its log's syncs alone put the floor at 1.35x)",
 		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop): MET (1.25x: 100 vs 80.0 µs per pair; its log's syncs alone put the floor at 1.06x)",
+	)
+	// With nacos-lockd's own wire measured too, the floor is that wire
+	// plus the syncs, with grpc-go's beside it.
+	withWire := append(reps,
+		load.Report{Target: "h2grpc-noop", Workload: "w1", Clients: 64, Ops: 1000, OpsPerSec: 25000, P50Ms: 1.5, ServerCPUPerOp: 48, FIFOViolations: -1},
+		load.Report{Target: "h2grpc-noop", Workload: "w1", Clients: 64, RatePerSec: 1500, Ops: 1000, OpsPerSec: 1500, P50Ms: 0.3, ServerCPUPerOp: 70, FIFOViolations: -1})
+	got = ratioTable(withWire, append(targets, "h2grpc-noop"), map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin, syncFloor: floor})
+	wantLines(t, got,
+		"grpc-noop's 100 µs plus that is 135 µs, 1.35x grpc-noop's: the floor for a grpc-go server that syncs as often. "+
+			"nacos-lockd's own wire (h2grpc-noop, 70.0 µs) plus the syncs is 105 µs, 1.05x grpc-noop's: the floor for nacos-lockd with nothing but its wire and its syncs. nacos-lockd: 130 µs (1.30x).",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair; its own wire and its log's syncs alone are 1.05x (grpc-go's wire and the syncs 1.35x))",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop): MET (1.25x: 100 vs 80.0 µs per pair; its own wire and its log's syncs alone are 0.66x (grpc-go's wire and the syncs 1.06x))",
 	)
 	// Without a floor for the rate, no note and the plain check.
 	plain := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})

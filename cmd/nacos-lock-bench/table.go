@@ -41,13 +41,34 @@ func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
 		return ""
 	}
 	own, _ := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
-	return fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one synced write each. "+
+	note := fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one synced write each. "+
 		"One synced %d-byte write as the log makes it (%s, into a file padded ahead), back to back on the servers' CPU with nothing else running (`nacos-lock-bench sync-floor`), "+
 		"cost %s µs of CPU (p50 %s ms), so its syncs cost at least %s µs per pair "+
 		"(paced writes cost more each, but a server shares their wake-ups with its requests). "+
-		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a server that syncs as often. nacos-lockd: %s µs (%.2fx).\n",
+		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a grpc-go server that syncs as often.",
 		entries, f.Record, f.how(), fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
-		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop, fmtSig(own), own/noop)
+		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop)
+	if wire, ok := pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU); ok {
+		note += fmt.Sprintf(" nacos-lockd's own wire (h2grpc-noop, %s µs) plus the syncs is %s µs, %.2fx grpc-noop's: "+
+			"the floor for nacos-lockd with nothing but its wire and its syncs.", fmtSig(wire), fmtSig(wire+perPair), (wire+perPair)/noop)
+	}
+	return note + fmt.Sprintf(" nacos-lockd: %s µs (%.2fx).\n", fmtSig(own), own/noop)
+}
+
+// syncFloorRatio is the least CPU ratio to grpc-noop that the log's syncs
+// allow nacos-lockd at rate, for the target checks: on its own wire when
+// h2grpc-noop was measured there (with grpc-go's beside it), else on
+// grpc-go's.
+func syncFloorRatio(reps []load.Report, rate float64, f syncFloor) (string, bool) {
+	_, perPair, noop, ok := syncFloorArithmetic(reps, rate, f)
+	if !ok {
+		return "", false
+	}
+	if wire, ok := pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU); ok {
+		return fmt.Sprintf("its own wire and its log's syncs alone are %.2fx (grpc-go's wire and the syncs %.2fx)",
+			(wire+perPair)/noop, (noop+perPair)/noop), true
+	}
+	return fmt.Sprintf("its log's syncs alone put the floor at %.2fx", (noop+perPair)/noop), true
 }
 
 // wireNote splits nacos-lockd's CPU per pair at one W1 c=64 point into
@@ -417,8 +438,8 @@ func issueChecks(reps []load.Report, pinned bool, rates []float64, floor *syncFl
 	// ratio the log's syncs allow at that point.
 	withFloor := func(detail string, rate float64) string {
 		if floor != nil {
-			if _, perPair, noop, found := syncFloorArithmetic(reps, rate, *floor); found {
-				detail += fmt.Sprintf("; its log's syncs alone put the floor at %.2fx", (noop+perPair)/noop)
+			if f, found := syncFloorRatio(reps, rate, *floor); found {
+				detail += "; " + f
 			}
 		}
 		return detail
