@@ -133,7 +133,7 @@ func runSuite(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var reps []load.Report
 	// runPoint runs one point against every target that can run it.
 	runPoint := func(w string, c int, rate float64, round int, first bool) error {
-		for _, t := range targets {
+		for _, t := range runOrder(targets, round) {
 			if s.skipped[t] != "" {
 				continue
 			}
