@@ -24,8 +24,9 @@ type tableMeta struct {
 // syncFloorArithmetic is what the log's syncs cost nacos-lockd per pair
 // at rate at least (its entries per pair, one sync each, times one synced
 // write's CPU back to back), and grpc-noop's CPU per pair there: noop plus
-// perPair, over noop, is the lowest CPU ratio a server that syncs as often
-// could reach.
+// perPair, over noop, is the lowest CPU ratio a grpc-go server that syncs
+// as often could reach (syncFloorRatio and syncFloorNote also put
+// nacos-lockd's own wire, h2grpc-noop, under the syncs).
 func syncFloorArithmetic(reps []load.Report, rate float64, f syncFloor) (entries, perPair, noop float64, ok bool) {
 	entries, ok1 := pickAt(reps, "nacos-lockd", "w1", 64, rate, func(r load.Report) float64 { return r.Extra["raftEntriesPerOp"] })
 	noop, ok2 := pickAt(reps, "grpc-noop", "w1", 64, rate, mCPU)
