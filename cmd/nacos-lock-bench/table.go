@@ -49,7 +49,7 @@ func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
 		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a grpc-go server that syncs as often.",
 		entries, f.Record, f.how(), fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
 		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop)
-	if wire, ok := pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU); ok {
+	if wire, ok := ownWire(reps, rate); ok {
 		note += fmt.Sprintf(" nacos-lockd's own wire (h2grpc-noop, %s µs) plus the syncs is %s µs, %.2fx grpc-noop's: "+
 			"the floor for nacos-lockd with nothing but its wire and its syncs.", fmtSig(wire), fmtSig(wire+perPair), (wire+perPair)/noop)
 	}
@@ -65,11 +65,17 @@ func syncFloorRatio(reps []load.Report, rate float64, f syncFloor) (string, bool
 	if !ok {
 		return "", false
 	}
-	if wire, ok := pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU); ok {
+	if wire, ok := ownWire(reps, rate); ok {
 		return fmt.Sprintf("its own wire and its log's syncs alone are %.2fx (grpc-go's wire and the syncs %.2fx)",
 			(wire+perPair)/noop, (noop+perPair)/noop), true
 	}
 	return fmt.Sprintf("its log's syncs alone put the floor at %.2fx", (noop+perPair)/noop), true
+}
+
+// ownWire is h2grpc-noop's CPU per pair at W1 c=64 and rate: the wire
+// nacos-lockd serves on, under its syncs in the floor's arithmetic.
+func ownWire(reps []load.Report, rate float64) (float64, bool) {
+	return pickAt(reps, "h2grpc-noop", "w1", 64, rate, mCPU)
 }
 
 // wireNote splits nacos-lockd's CPU per pair at one W1 c=64 point into
