@@ -19,7 +19,7 @@ var baselines = []string{"grpc-noop", "nacos-lockd", "zookeeper", "raft-noop", "
 // list is only reversed every other round.
 func runOrder(targets []string, round int) []string {
 	out := slices.Clone(targets)
-	if at := slices.Index(targets, "nacos-lockd"); at >= 0 {
+	if slices.Contains(targets, "nacos-lockd") {
 		var block []string
 		for _, t := range baselines {
 			if slices.Contains(targets, t) {
