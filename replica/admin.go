@@ -62,8 +62,8 @@ func (n *Node) ForceRelease(ctx context.Context, lockType, key string, token uin
 // read answers q from the local replica, after a ReadIndex round unless
 // stale. ctx bounds the ReadIndex round.
 func (n *Node) read(ctx context.Context, q any, stale bool) (any, error) {
-	if stale {
-		return n.nh.StaleRead(n.cfg.ShardID, q)
+	if stale || n.solo != nil { // a sole voter's every read is linearizable
+		return n.staleRead(q)
 	}
 	var v any
 	err := retryRead(ctx, func(actx context.Context) (err error) {

@@ -26,8 +26,10 @@ func TestLocalAdminReads(t *testing.T) {
 	}
 }
 
-func TestNodeAdminReads(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
+func TestNodeAdminReads(t *testing.T) { forEachEngine(t, testNodeAdminReads) }
+
+func testNodeAdminReads(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t)}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()

@@ -29,7 +29,11 @@ func waitQueued(t *testing.T, n *Node, want int) {
 // goes out in one entry with it; with nothing following it is committed
 // once the window ends.
 func TestNodeRecordsAClaimWithTheNextCommand(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 200 * time.Millisecond}
+	forEachEngine(t, testNodeRecordsAClaimWithTheNextCommand)
+}
+
+func testNodeRecordsAClaimWithTheNextCommand(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: 200 * time.Millisecond}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()

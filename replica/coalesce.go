@@ -93,6 +93,11 @@ func logBusy() bool {
 type groupCommit struct {
 	n      *Node
 	window time.Duration
+	// single: batching is off (the sole-voter engine, which takes its
+	// entries only from here, with --coalesce-window 0): every command is
+	// an entry of its own, proposed at once, as dragonboat's proposals are
+	// without a group commit.
+	single bool
 
 	mu        sync.Mutex
 	queue     []*pendingCmd
@@ -340,7 +345,8 @@ func (g *groupCommit) onFlush() {
 
 // submitted is one proposed entry and the callers it answers.
 type submitted struct {
-	rs       *dragonboat.RequestState
+	rs       *dragonboat.RequestState // under Raft
+	solo     <-chan soloResult        // under the sole-voter engine
 	batch    []*pendingCmd
 	deadline time.Time // the latest of its callers'
 }
@@ -361,10 +367,9 @@ func (g *groupCommit) next(now time.Time) *submitted {
 			continue // all it found had passed their deadlines
 		}
 		deadline := latestDeadline(batch)
-		rs, err := g.submit(batch, deadline.Sub(now))
+		s, err := g.submit(batch, deadline, now)
 		if err == nil {
 			g.backoff = 0
-			s := &submitted{rs, batch, deadline}
 			g.flying = append(g.flying, s)
 			g.following = g.queueFollows()
 			g.entries.Add(1)
@@ -385,7 +390,7 @@ func (g *groupCommit) next(now time.Time) *submitted {
 // command waits for a lock that an entry in flight holds (see
 // groupInFlight).
 func (g *groupCommit) slotFree() bool {
-	return len(g.flying) == 0 || (len(g.flying) < groupInFlight && g.following)
+	return g.single || len(g.flying) == 0 || (len(g.flying) < groupInFlight && g.following)
 }
 
 // inFlightHas reports whether an entry in flight carries a command for
@@ -435,6 +440,15 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 // held), by statemachine's grouping rule (TakeEntry). Commands whose
 // deadline passed while queued were never proposed: they fail here.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
+	if g.single {
+		p := g.queue[0]
+		g.queue = g.queue[1:]
+		if now.After(p.deadline) {
+			p.deliver(outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)})
+			return nil
+		}
+		return []*pendingCmd{p}
+	}
 	entry, rest := statemachine.TakeEntry(g.queue, pendingCommand, func(p *pendingCmd) bool {
 		if now.After(p.deadline) {
 			p.deliver(outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)})
@@ -461,11 +475,20 @@ func carries(batch []*pendingCmd, cmd statemachine.Command) bool {
 // submit proposes batch as one entry. Its timeout is the latest of its
 // callers' deadlines: an earlier caller may give up, the others still
 // want the answer.
-func (g *groupCommit) submit(batch []*pendingCmd, timeout time.Duration) (*dragonboat.RequestState, error) {
+func (g *groupCommit) submit(batch []*pendingCmd, deadline, now time.Time) (*submitted, error) {
 	g.n.m.coalescedEntry(len(batch))
+	grants := slices.ContainsFunc(batch, func(p *pendingCmd) bool { return p.grants })
+	s := &submitted{batch: batch, deadline: deadline}
+	var err error
+	if g.n.solo != nil {
+		// The engine sets the log's hand-off hints itself, when it writes.
+		s.solo, err = g.n.solo.submit(entryFor(batch), len(batch), grants)
+		return s, err
+	}
 	lastEntryCommands.Store(int32(len(batch)))
-	lastEntryHandsOff.Store(slices.ContainsFunc(batch, func(p *pendingCmd) bool { return p.grants }))
-	return g.n.nh.Propose(g.n.session, entryFor(batch), timeout)
+	lastEntryHandsOff.Store(grants)
+	s.rs, err = g.n.nh.Propose(g.n.session, entryFor(batch), deadline.Sub(now))
+	return s, err
 }
 
 // entryFor encodes batch as one log entry (EncodeEntry).
@@ -475,11 +498,21 @@ func entryFor(batch []*pendingCmd) []byte { return statemachine.EncodeEntry(batc
 // what queued meanwhile; that entry gets a goroutine of its own, so a
 // caller is never kept waiting for someone else's entry.
 func (g *groupCommit) await(s *submitted) {
-	r := <-s.rs.AppliedC()
-	s.rs.Release()
-	dropped := r.Dropped()
-	if !dropped {
-		g.finish(s, r)
+	dropped := false
+	if s.solo != nil {
+		switch r := <-s.solo; {
+		case r.err != nil:
+			failAll(s.batch, r.err)
+		default:
+			g.deliverResults(s, r.data)
+		}
+	} else {
+		r := <-s.rs.AppliedC()
+		s.rs.Release()
+		dropped = r.Dropped()
+		if !dropped {
+			g.finish(s, r)
+		}
 	}
 	g.mu.Lock()
 	g.flying = slices.DeleteFunc(g.flying, func(f *submitted) bool { return f == s })
@@ -522,7 +555,11 @@ func (g *groupCommit) finish(s *submitted, r dragonboat.RequestResult) {
 		failAll(s.batch, fmt.Errorf("%w: %w", ErrUnavailable, requestError(r)))
 		return
 	}
-	data := r.GetResult().Data
+	g.deliverResults(s, r.GetResult().Data)
+}
+
+// deliverResults hands every caller of an applied entry its result.
+func (g *groupCommit) deliverResults(s *submitted, data []byte) {
 	if len(s.batch) == 1 {
 		p := s.batch[0]
 		res, err := statemachine.DecodeResult(data)

@@ -21,8 +21,10 @@ import (
 	"nacos-lockd/storage"
 )
 
-func TestNodeCoalescesRenews(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+func TestNodeCoalescesRenews(t *testing.T) { forEachEngine(t, testNodeCoalescesRenews) }
+
+func testNodeCoalescesRenews(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
@@ -87,8 +89,12 @@ func TestNodeCoalescesRenews(t *testing.T) {
 // window, even in quick succession: its margin is too short to spend in
 // the queue. A renew of a longer lease just after it does wait.
 func TestNodeNeverHoldsAShortLeaseRenew(t *testing.T) {
+	forEachEngine(t, testNodeNeverHoldsAShortLeaseRenew)
+}
+
+func testNodeNeverHoldsAShortLeaseRenew(t *testing.T, engine string) {
 	const window = 10 * time.Second // far longer than any commit
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: window}
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: window}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
@@ -132,11 +138,15 @@ func renewsAtOnce(t *testing.T, n *Node, key string, lease int64, quiet, window 
 // than a window after the previous one is proposed at once instead of
 // waiting it out (a commit takes milliseconds; the window is 500 ms).
 func TestNodeProposesALoneRenewAtOnce(t *testing.T) {
+	forEachEngine(t, testNodeProposesALoneRenewAtOnce)
+}
+
+func testNodeProposesALoneRenewAtOnce(t *testing.T, engine string) {
 	// A window far longer than any commit under load, so that a renew that
 	// waited for it cannot pass for one that did not; the quiet spell before
 	// each renew is made by ageing the last renew's arrival, not by sleeping.
 	const window = 10 * time.Second
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: window}
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: window}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
@@ -145,7 +155,11 @@ func TestNodeProposesALoneRenewAtOnce(t *testing.T) {
 }
 
 func TestNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: -1} // --coalesce-window 0
+	forEachEngine(t, testNodeWithCoalescingOffProposesEachRenewAlone)
+}
+
+func testNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: -1} // --coalesce-window 0
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
@@ -179,7 +193,11 @@ func TestNodeWithCoalescingOffProposesEachRenewAlone(t *testing.T) {
 }
 
 func TestNodeCloseFailsCollectedRenews(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
+	forEachEngine(t, testNodeCloseFailsCollectedRenews)
+}
+
+func testNodeCloseFailsCollectedRenews(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
 	n, db := env.start(t)
 	defer db.Close()
 	now := time.Now().UnixMilli()
@@ -217,7 +235,11 @@ func TestNodeCloseFailsCollectedRenews(t *testing.T) {
 // proposed at once (the renew window is an hour here: nothing but renews
 // may wait for it).
 func TestNodeGroupsConcurrentCommands(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
+	forEachEngine(t, testNodeGroupsConcurrentCommands)
+}
+
+func testNodeGroupsConcurrentCommands(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: time.Hour}
 	n, db := env.start(t)
 	defer db.Close()
 	defer n.Close()
@@ -493,17 +515,18 @@ func TestLogBusyFollowsEntrySize(t *testing.T) {
 	for i := range batch {
 		batch[i] = &pendingCmd{cmd: renew(N, fmt.Sprint("k", i), "o", "c1", now, 90000), out: make(chan outcome, 1)}
 	}
-	rs, err := n.gc.submit(batch, 5*time.Second)
+	start := time.Now()
+	s, err := n.gc.submit(batch, start.Add(5*time.Second), start)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !fs.Busy() {
 		t.Fatalf("an entry of %d commands in flight and the log's sync would keep its P", len(batch))
 	}
-	if r := <-rs.AppliedC(); !r.Completed() {
+	if r := <-s.rs.AppliedC(); !r.Completed() {
 		t.Fatalf("grouped renews: %+v", r)
 	}
-	rs.Release()
+	s.rs.Release()
 	propose(t, n, renew(N, "k0", "o", "c1", time.Now().UnixMilli(), 90000))
 	if fs.Busy() {
 		t.Fatal("after a lone command the log's sync would still hand its P off")

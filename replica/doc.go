@@ -11,6 +11,11 @@
 // the node's metrics and the routing of dragonboat's log (dblog.go), and
 // the sizing of dragonboat's in-memory log slices for group commit
 // (entryslice.go).
+// A single node may run without dragonboat: the sole-voter engine
+// (solo.go) orders, logs and applies the group commit's entries on one
+// goroutine, over the same log package, state machine and numbering, and
+// Node answers membership and leadership for it (ChooseEngine: a data dir
+// keeps the engine it was made with).
 // The Raft log is package raftlog (one direct synced write per Raft
 // update) for a data dir made since December 2026, and dragonboat's pebble
 // log for one made before (logchoice.go: a data dir keeps the log it was

@@ -33,7 +33,11 @@ func raiseLevel(t *testing.T, n *Node) {
 // through Raft; the level entry switches recording on, and the level
 // survives a restart.
 func TestNodeRecordsClaimsOnlyAtTheGateLevel(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
+	forEachEngine(t, testNodeRecordsClaimsOnlyAtTheGateLevel)
+}
+
+func testNodeRecordsClaimsOnlyAtTheGateLevel(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t), window: 50 * time.Millisecond}
 	n, db := env.start(t)
 	now := time.Now().UnixMilli()
 	if n.ClusterLevel() != statemachine.LevelBaseline {

@@ -56,6 +56,12 @@ type RaftConfig struct {
 	// empty) or LogPebble. A data dir keeps the log it was made with.
 	RaftLog string
 
+	// Engine is what orders and logs the entries: EngineRaft (dragonboat,
+	// the default when empty) or EngineSolo (solo.go), for a shard of one
+	// member that never grows. A data dir stays with the engine that made
+	// it.
+	Engine string
+
 	// CoalesceWindow is how long renews in quick succession are collected
 	// into one entry (coalesce.go): 0 picks DefaultCoalesceWindow. Negative
 	// turns batching off altogether: every command is its own entry.
@@ -119,11 +125,12 @@ func StoredReplicaID(nodeHostDir string) (uint64, bool, error) {
 
 // Node is this process's replica of the lock table.
 type Node struct {
-	nh  *dragonboat.NodeHost
-	cfg RaftConfig
-	log zerolog.Logger
-	m   *nodeMetrics
-	gc  *groupCommit // nil when batching is off
+	nh   *dragonboat.NodeHost // nil under the sole-voter engine
+	solo *soloEngine          // nil under Raft
+	cfg  RaftConfig
+	log  zerolog.Logger
+	m    *nodeMetrics
+	gc   *groupCommit // nil when batching is off
 	// session is dragonboat's no-op session: every proposal uses it, and
 	// fetching it per proposal allocated.
 	session *client.Session
@@ -147,6 +154,18 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
+	switch cfg.Engine {
+	case EngineSolo:
+		return startSoloNode(cfg, db, notify, log)
+	case "", EngineRaft:
+	default:
+		return nil, fmt.Errorf("raft: unknown engine %q (want %q or %q)", cfg.Engine, EngineRaft, EngineSolo)
+	}
+	if solo, err := hasSoloLog(cfg.NodeHostDir); err != nil {
+		return nil, err
+	} else if solo {
+		return nil, fmt.Errorf("data dir %s was made by the single-node engine, which it keeps: start it without the Raft engine, or restore a snapshot of it onto an empty data dir", cfg.NodeHostDir)
+	}
 	setDragonboatLogger(log)
 	raftLog, err := chooseLog(cfg.NodeHostDir, cfg.RaftLog)
 	if err != nil {
@@ -222,9 +241,64 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	return n, nil
 }
 
+// startSoloNode opens a node under the sole-voter engine (solo.go).
+func startSoloNode(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) (*Node, error) {
+	if cfg.Join || len(cfg.Members) != 1 || cfg.Members[cfg.ReplicaID] == "" {
+		return nil, errors.New("raft: the single-node engine runs a shard of this one member: it cannot join a cluster or start with others")
+	}
+	solo, err := hasSoloLog(cfg.NodeHostDir)
+	if err != nil {
+		return nil, err
+	}
+	if raft, err := madeByRaft(cfg.NodeHostDir); err != nil {
+		return nil, err
+	} else if raft && !solo {
+		return nil, fmt.Errorf("data dir %s was made by the Raft engine, which it keeps: start it with the Raft engine, or restore a snapshot of it onto an empty data dir", cfg.NodeHostDir)
+	}
+	if id, ok, err := StoredReplicaID(cfg.NodeHostDir); err != nil {
+		return nil, err
+	} else if ok && id != cfg.ReplicaID {
+		return nil, fmt.Errorf("data dir belongs to replica %d, not %d", id, cfg.ReplicaID)
+	}
+	if err := os.MkdirAll(soloDir(cfg.NodeHostDir), 0o700); err != nil {
+		return nil, fmt.Errorf("create single-node log dir: %w", err)
+	}
+	n := &Node{cfg: cfg, log: log}
+	n.level.Store(statemachine.LevelBaseline)
+	n.m = newNodeMetrics(cfg.Metrics, n)
+	d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
+	d.m = n.m
+	d.level = &n.level
+	n.sm.Store(d)
+	e, err := startSolo(soloDir(cfg.NodeHostDir), d, cfg.ShardID, cfg.ReplicaID, cfg.SnapshotEntries, log.With().Str("component", "solo").Logger())
+	if err != nil {
+		return nil, err
+	}
+	marker := filepath.Join(cfg.NodeHostDir, bootstrappedMarker)
+	if err := os.WriteFile(marker, []byte(strconv.FormatUint(cfg.ReplicaID, 10)+"\n"), 0o600); err != nil {
+		e.close()
+		return nil, fmt.Errorf("record bootstrap: %w", err)
+	}
+	n.solo = e
+	// The engine takes its entries from the group commit only: it is what
+	// orders them, and Record needs it.
+	n.gc = newGroupCommit(n, max(cfg.CoalesceWindow, 0))
+	n.gc.single = cfg.CoalesceWindow < 0
+	n.m.leader(soloTerm, true)
+	log.Info().Str("engine", EngineSolo).Msg("single-node engine started: entries are ordered, logged and applied without Raft")
+	return n, nil
+}
+
 // Close stops the replica. Proposals in flight fail with ErrUnavailable.
 func (n *Node) Close() {
-	n.nh.Close()
+	if n.solo != nil {
+		n.solo.close()
+		if err := n.sm.Load().Close(); err != nil {
+			n.log.Warn().Err(err).Msg("persist the lock table at close")
+		}
+	} else {
+		n.nh.Close()
+	}
 	if n.gc != nil {
 		n.gc.close()
 	}
@@ -232,6 +306,14 @@ func (n *Node) Close() {
 
 // ReplicaID is this node's replica id.
 func (n *Node) ReplicaID() uint64 { return n.cfg.ReplicaID }
+
+// Engine is the engine the node runs: EngineRaft or EngineSolo.
+func (n *Node) Engine() string {
+	if n.solo != nil {
+		return EngineSolo
+	}
+	return EngineRaft
+}
 
 // Propose commits cmd and returns its result. ctx must carry a deadline.
 // With batching on, commands are proposed in the order they arrive and
@@ -316,6 +398,18 @@ func (n *Node) proposeOne(ctx context.Context, cmd statemachine.Command, start t
 // busy) is retried until ctx ends: it was never appended, so resending
 // cannot apply it twice. A timeout is not retried: it is ambiguous.
 func (n *Node) proposeEntry(ctx context.Context, entry []byte) ([]byte, error) {
+	if n.solo != nil {
+		out, err := n.solo.submit(entry, 1, false)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case r := <-out:
+			return r.data, r.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrUnavailable, ctx.Err())
+		}
+	}
 	backoff := 2 * time.Millisecond
 	for {
 		res, err := n.nh.SyncPropose(ctx, n.session, entry)
@@ -338,6 +432,9 @@ func (n *Node) proposeEntry(ctx context.Context, entry []byte) ([]byte, error) {
 
 // IsLeader reports whether this replica currently leads the shard.
 func (n *Node) IsLeader() bool {
+	if n.solo != nil {
+		return true
+	}
 	id, _, ok, err := n.nh.GetLeaderID(n.cfg.ShardID)
 	return err == nil && ok && id == n.cfg.ReplicaID
 }
@@ -353,6 +450,9 @@ func (n *Node) IsLeader() bool {
 // applied membership is what this reads), and it cannot lead without this
 // replica's vote, which ends this replica's leadership first.
 func (n *Node) soleVoter() bool {
+	if n.solo != nil {
+		return true
+	}
 	if !n.IsLeader() {
 		return false
 	}
@@ -372,6 +472,9 @@ func (n *Node) soleVoter() bool {
 // WaitReady blocks until the shard has a leader and this replica has
 // applied everything committed before the call (a linearizable read).
 func (n *Node) WaitReady(ctx context.Context) error {
+	if n.solo != nil {
+		return nil // ready once started: the log was replayed
+	}
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	var last error
@@ -394,7 +497,7 @@ func (n *Node) WaitReady(ctx context.Context) error {
 
 // Stats reads table figures from the local replica (possibly stale).
 func (n *Node) Stats() (statemachine.Stats, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.StatsQuery{})
+	v, err := n.staleRead(statemachine.StatsQuery{})
 	if err != nil {
 		return statemachine.Stats{}, fmt.Errorf("read stats: %w", err)
 	}
@@ -403,7 +506,7 @@ func (n *Node) Stats() (statemachine.Stats, error) {
 
 // Lock reads one lock from the local replica (possibly stale).
 func (n *Node) Lock(kind statemachine.Kind, key string) (lockview.Lock, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
+	v, err := n.staleRead(statemachine.LockQuery{Kind: kind, Key: key})
 	if err != nil {
 		return lockview.Lock{}, fmt.Errorf("read lock: %w", err)
 	}
@@ -413,7 +516,7 @@ func (n *Node) Lock(kind statemachine.Kind, key string) (lockview.Lock, error) {
 // Expired lists leases that ended before nowMs according to the local
 // replica. Only the leader's reaper calls it, and EXPIRE re-checks in apply.
 func (n *Node) Expired(nowMs int64, limit int) ([]statemachine.ExpiredLease, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.ExpiredQuery{NowMs: nowMs, Limit: limit})
+	v, err := n.staleRead(statemachine.ExpiredQuery{NowMs: nowMs, Limit: limit})
 	if err != nil {
 		return nil, fmt.Errorf("read expired leases: %w", err)
 	}
@@ -458,8 +561,19 @@ func (a dbLogAdapter) Warningf(f string, args ...any) { a.logf(dblogger.WARNING,
 func (a dbLogAdapter) Errorf(f string, args ...any)   { a.logf(dblogger.ERROR, f, args) }
 func (a dbLogAdapter) Panicf(f string, args ...any)   { a.logf(dblogger.CRITICAL, f, args) }
 
+// staleRead answers q from the local replica, whatever it has applied.
+func (n *Node) staleRead(q any) (any, error) {
+	if n.solo != nil {
+		return n.sm.Load().Lookup(q)
+	}
+	return n.nh.StaleRead(n.cfg.ShardID, q)
+}
+
 // LeaderID returns the current leader's replica id, if one is known.
 func (n *Node) LeaderID() (uint64, bool) {
+	if n.solo != nil {
+		return n.cfg.ReplicaID, true
+	}
 	id, _, ok, err := n.nh.GetLeaderID(n.cfg.ShardID)
 	return id, err == nil && ok
 }
@@ -467,6 +581,9 @@ func (n *Node) LeaderID() (uint64, bool) {
 // Membership returns the shard's voting members (replica id -> Raft
 // address), read linearizably.
 func (n *Node) Membership(ctx context.Context) (map[uint64]string, error) {
+	if n.solo != nil {
+		return map[uint64]string{n.cfg.ReplicaID: n.cfg.RaftAddress}, nil
+	}
 	var m *dragonboat.Membership
 	err := retryRead(ctx, func(actx context.Context) (err error) {
 		m, err = n.nh.SyncGetShardMembership(actx, n.cfg.ShardID)
@@ -481,6 +598,9 @@ func (n *Node) Membership(ctx context.Context) (map[uint64]string, error) {
 // AddReplica adds a voting member through Raft. The new node then starts
 // with Join set and catches up from a snapshot and the log.
 func (n *Node) AddReplica(ctx context.Context, replicaID uint64, raftAddr string) error {
+	if n.solo != nil {
+		return fmt.Errorf("add replica %d: %w", replicaID, ErrSoleVoterEngine)
+	}
 	if err := n.nh.SyncRequestAddReplica(ctx, n.cfg.ShardID, replicaID, raftAddr, 0); err != nil {
 		return fmt.Errorf("add replica %d: %w: %w", replicaID, ErrUnavailable, err)
 	}
@@ -490,6 +610,9 @@ func (n *Node) AddReplica(ctx context.Context, replicaID uint64, raftAddr string
 // RemoveReplica removes a member through Raft. A removed replica id can
 // never rejoin.
 func (n *Node) RemoveReplica(ctx context.Context, replicaID uint64) error {
+	if n.solo != nil {
+		return fmt.Errorf("remove replica %d: %w", replicaID, ErrSoleVoterEngine)
+	}
 	if err := n.nh.SyncRequestDeleteReplica(ctx, n.cfg.ShardID, replicaID, 0); err != nil {
 		return fmt.Errorf("remove replica %d: %w: %w", replicaID, ErrUnavailable, err)
 	}
@@ -541,6 +664,9 @@ func (n *Node) LockLinearizable(ctx context.Context, kind statemachine.Kind, key
 			return l, nil
 		}
 	}
+	if n.solo != nil {
+		return n.Lock(kind, key)
+	}
 	var v any
 	err := retryRead(ctx, func(actx context.Context) (err error) {
 		v, err = n.nh.SyncRead(actx, n.cfg.ShardID, statemachine.LockQuery{Kind: kind, Key: key})
@@ -568,7 +694,7 @@ func (n *Node) LockIfSoleVoter(kind statemachine.Kind, key string) (lockview.Loc
 // Nodes lists the node ids whose connections the local replica's table
 // references.
 func (n *Node) Nodes() ([]string, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.NodesQuery{})
+	v, err := n.staleRead(statemachine.NodesQuery{})
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -577,7 +703,7 @@ func (n *Node) Nodes() ([]string, error) {
 
 // Conns lists one node's connections referenced by the local table.
 func (n *Node) Conns(node string) ([]string, error) {
-	v, err := n.nh.StaleRead(n.cfg.ShardID, statemachine.ConnsQuery{Node: node})
+	v, err := n.staleRead(statemachine.ConnsQuery{Node: node})
 	if err != nil {
 		return nil, fmt.Errorf("read connections: %w", err)
 	}

@@ -36,6 +36,7 @@ type nodeEnv struct {
 	dir, addr string
 	window    time.Duration // RaftConfig.CoalesceWindow
 	raftLog   string        // RaftConfig.RaftLog
+	engine    string        // RaftConfig.Engine
 	mu        sync.Mutex
 	notes     []statemachine.Notification
 }
@@ -46,7 +47,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window, RaftLog: e.raftLog}, db, func(ns []statemachine.Notification) {
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window, RaftLog: e.raftLog, Engine: e.engine}, db, func(ns []statemachine.Notification) {
 		e.mu.Lock()
 		e.notes = append(e.notes, ns...)
 		e.mu.Unlock()
@@ -65,6 +66,13 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	return n, db
 }
 
+// forEachEngine runs test under Raft and under the sole-voter engine.
+func forEachEngine(t *testing.T, test func(*testing.T, string)) {
+	for _, engine := range []string{EngineRaft, EngineSolo} {
+		t.Run(engine, func(t *testing.T) { test(t, engine) })
+	}
+}
+
 func propose(t *testing.T, n *Node, c statemachine.Command) statemachine.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -76,8 +84,10 @@ func propose(t *testing.T, n *Node, c statemachine.Command) statemachine.Result 
 	return r
 }
 
-func TestNodeProposeRestart(t *testing.T) {
-	env := &nodeEnv{dir: t.TempDir(), addr: freeAddr(t)}
+func TestNodeProposeRestart(t *testing.T) { forEachEngine(t, testNodeProposeRestart) }
+
+func testNodeProposeRestart(t *testing.T, engine string) {
+	env := &nodeEnv{engine: engine, dir: t.TempDir(), addr: freeAddr(t)}
 	n, db := env.start(t)
 	if !n.IsLeader() {
 		t.Fatal("a single replica is not its own leader")

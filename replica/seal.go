@@ -20,6 +20,9 @@ import (
 // WaitReady and before other replicas join. It is harmless at any other
 // time: it costs one snapshot.
 func (n *Node) SealInstalledState(ctx context.Context) error {
+	if n.solo != nil {
+		return nil // no replica ever joins, and the table is in storage
+	}
 	_, err := n.nh.SyncRequestSnapshot(ctx, n.cfg.ShardID, dragonboat.SnapshotOption{
 		OverrideCompactionOverhead: true,
 		CompactionOverhead:         0,
