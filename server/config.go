@@ -28,6 +28,9 @@ type Config struct {
 	// RaftLog is replica.RaftConfig.RaftLog: the Raft log a new data dir
 	// keeps.
 	RaftLog string
+	// RaftEngine is the engine a new single-node data dir gets
+	// (replica.ChooseEngine).
+	RaftEngine string
 	// Transport is gateway.Config.Transport: the SDK port's gRPC server.
 	Transport string
 	// Profiling is admin.Config.Profiling: /debug/pprof/ on the main port.

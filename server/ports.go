@@ -8,21 +8,26 @@ import (
 	"syscall"
 )
 
-// checkPorts binds and releases the three ports before anything starts,
+// checkPorts binds and releases the node's ports before anything starts,
 // so a clash (a Nacos server already on 8848/9848/7848, a second
 // nacos-lockd on the same ports) ends the start with one line that names
 // the port and what moves it, instead of a Raft transport error from deep
 // inside dragonboat after storage has been opened. The real listeners are
-// opened later; portError words their failures the same way.
-func checkPorts(cfg Config) error {
-	for _, p := range []struct {
+// opened later; portError words their failures the same way. The Raft
+// port is checked only for a node that runs Raft.
+func checkPorts(cfg Config, raft bool) error {
+	type port struct {
 		which string
 		addr  string
-	}{
+	}
+	ports := []port{
 		{"main", net.JoinHostPort("", strconv.Itoa(cfg.Self.Port))},
 		{"sdk", net.JoinHostPort("", strconv.Itoa(cfg.Self.GRPCPort()))},
-		{"raft", cfg.Self.RaftAddress()},
-	} {
+	}
+	if raft {
+		ports = append(ports, port{"raft", cfg.Self.RaftAddress()})
+	}
+	for _, p := range ports {
 		l, err := net.Listen("tcp", p.addr)
 		if err != nil {
 			return portError(cfg, p.which, p.addr, err)

@@ -82,7 +82,12 @@ func (g *grants) notify(notes []statemachine.Notification) {
 func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	log := cfg.Log
 	self := cfg.Self
-	if err := checkPorts(cfg); err != nil {
+	raftDir := filepath.Join(cfg.DataDir, RaftDir)
+	engine, err := replica.ChooseEngine(raftDir, cfg.RaftEngine, !cfg.Cluster && !cfg.Join)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPorts(cfg, engine == replica.EngineRaft); err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: log}
@@ -91,7 +96,6 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 			s.Close()
 		}
 	}()
-	raftDir := filepath.Join(cfg.DataDir, RaftDir)
 	replicaID, restarted, err := replica.StoredReplicaID(raftDir)
 	switch {
 	case err != nil:
@@ -166,7 +170,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		go cfg.Names.Watch(watchCtx)
 	}
 	notes := &grants{}
-	if s.node, err = replica.Start(raftConfig(cfg, raftDir, replicaID, reg), s.db, notes.notify, log); err != nil {
+	rc := raftConfig(cfg, raftDir, replicaID, reg)
+	rc.Engine = engine
+	if s.node, err = replica.Start(rc, s.db, notes.notify, log); err != nil {
 		return nil, explainRaftStart(raftDir, self.RaftAddress(), err)
 	}
 	cfg.step("node started")
@@ -421,6 +427,10 @@ func (s *Server) printBanner(w io.Writer) {
 	}
 	fmt.Fprintf(w, "nacos-lockd %s ready: %s node %s, replica %d, %s%s; data in %s\n",
 		cfg.Version, cfg.mode(), cfg.Self.Address(), s.replicaID, role, of, cfg.DataDir)
-	fmt.Fprintf(w, "clients: serverAddr=%s (SDK gRPC port %d); admin API, /readyz and /metrics: %s://%s; Raft %s\n",
-		cfg.Self.Address(), cfg.Self.GRPCPort(), scheme, cfg.Self.Address(), cfg.Self.RaftAddress())
+	raft := "Raft " + cfg.Self.RaftAddress()
+	if s.node.Engine() == replica.EngineSolo {
+		raft = "single-node engine (no Raft; --raft-engine raft on a new data dir for a node that may grow into a cluster)"
+	}
+	fmt.Fprintf(w, "clients: serverAddr=%s (SDK gRPC port %d); admin API, /readyz and /metrics: %s://%s; %s\n",
+		cfg.Self.Address(), cfg.Self.GRPCPort(), scheme, cfg.Self.Address(), raft)
 }

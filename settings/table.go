@@ -135,6 +135,11 @@ var (
 		Choices: []string{"lockd", "pebble"},
 		Doc:     "the Raft log a new data dir keeps: lockd, our own (package replica/raftlog: one direct synced write per Raft update, less CPU per lock command), or pebble, dragonboat's own log; a data dir keeps the log it was made with, and data dirs made before December 2026 keep pebble",
 	})
+	RaftEngine = declare(Setting{
+		Flag: "raft-engine", Env: "NACOS_LOCKD_RAFT_ENGINE", Kind: String, Default: "solo",
+		Choices: []string{"solo", "raft"},
+		Doc:     "what orders and logs a single node's lock commands on a new data dir: solo, the single-node engine (package replica, solo.go: no Raft, the same log and table, less CPU per lock command; such a node cannot grow into a cluster with `cluster add`), or raft, dragonboat as a cluster's members run it (a single node that may grow later); a data dir keeps the engine it was made with, data dirs made before December 2026 keep raft, and cluster members always run raft",
+	})
 	Profiling = declare(Setting{
 		Flag: "pprof", Env: "NACOS_LOCKD_PPROF", Kind: Bool, Default: false,
 		Doc: "serve Go's profiles and execution traces (net/http/pprof) under /debug/pprof/ on the main port, guarded like the admin API (a global admin's token when auth is on); off by default, since a CPU profile or trace costs CPU while it runs",

@@ -36,6 +36,7 @@ type config struct {
 	coalesceWindow time.Duration
 	transport      string        // the SDK port's gRPC server (gateway.Config.Transport)
 	raftLog        string        // the Raft log a new data dir keeps (replica.RaftConfig.RaftLog)
+	raftEngine     string        // the engine a new single-node data dir gets (replica.ChooseEngine)
 	profiling      bool          // /debug/pprof/ on the main port (admin.Config.Profiling)
 	timerSlack     time.Duration // every thread's, set at start-up (internal/timerslack); 0 = as started
 }
@@ -108,13 +109,16 @@ func parseConfigWith(args []string, getenv func(string) string, overlay compat.P
 	cfg := config{dataDir: flags.String(settings.DataDir), logFormat: flags.String(settings.LogFormat),
 		join: flags.Bool(settings.Join), importNacos: flags.String(settings.ImportNacos),
 		testHooks: flags.String(settings.TestHooks), coalesceWindow: flags.Duration(settings.CoalesceWindow),
-		transport: flags.String(settings.Transport), raftLog: flags.String(settings.RaftLog), profiling: flags.Bool(settings.Profiling),
+		transport: flags.String(settings.Transport), raftLog: flags.String(settings.RaftLog), raftEngine: flags.String(settings.RaftEngine), profiling: flags.Bool(settings.Profiling),
 		timerSlack: flags.Duration(settings.TimerSlack)}
 	if !settings.Transport.CheckChoice(cfg.transport) {
 		return config{}, fmt.Errorf("--transport %q: want %s", cfg.transport, settings.Transport.ChoiceList())
 	}
 	if !settings.RaftLog.CheckChoice(cfg.raftLog) {
 		return config{}, fmt.Errorf("--raft-log %q: want %s", cfg.raftLog, settings.RaftLog.ChoiceList())
+	}
+	if !settings.RaftEngine.CheckChoice(cfg.raftEngine) {
+		return config{}, fmt.Errorf("--raft-engine %q: want %s", cfg.raftEngine, settings.RaftEngine.ChoiceList())
 	}
 	if settings.CoalesceWindow.CheckInt(int64(cfg.coalesceWindow)) != "" {
 		return config{}, fmt.Errorf("--coalesce-window %s: want 0 (off) up to %s", cfg.coalesceWindow, time.Duration(settings.CoalesceWindow.Max))

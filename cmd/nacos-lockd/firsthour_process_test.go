@@ -59,15 +59,26 @@ var dragonboatNoise = []string{"mutual TLS disabled", "StaleRead called", "Local
 
 // TestStartBannerAndQuietLog: a single node's start shows a two-line
 // plain banner on stdout, only JSON on stderr, and none of dragonboat's
-// routine messages at info; at debug they are still there.
+// routine messages at info; at debug they are still there. By default a
+// new single node runs the single-node engine, and the banner says so;
+// with --raft-engine raft it names its Raft address.
 func TestStartBannerAndQuietLog(t *testing.T) {
 	port := freeMainPort(t)
-	dir := filepath.Join(t.TempDir(), "data")
-	out, errOut := runUntilReady(t, "--port", strconv.Itoa(port), "--data-dir", dir)
-
+	soloDir := filepath.Join(t.TempDir(), "data")
+	out, _ := runUntilReady(t, "--port", strconv.Itoa(port), "--data-dir", soloDir)
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	want1 := fmt.Sprintf("nacos-lockd dev ready: single-node node 127.0.0.1:%d, replica 1, leader; data in %s", port, dir)
-	want2 := fmt.Sprintf("clients: serverAddr=127.0.0.1:%d (SDK gRPC port %d); admin API, /readyz and /metrics: http://127.0.0.1:%d; Raft 127.0.0.1:%d",
+	want1 := fmt.Sprintf("nacos-lockd dev ready: single-node node 127.0.0.1:%d, replica 1, leader; data in %s", port, soloDir)
+	want2 := fmt.Sprintf("clients: serverAddr=127.0.0.1:%d (SDK gRPC port %d); admin API, /readyz and /metrics: http://127.0.0.1:%d; single-node engine (no Raft; --raft-engine raft on a new data dir for a node that may grow into a cluster)",
+		port, port+1000, port)
+	if len(lines) != 2 || lines[0] != want1 || lines[1] != want2 {
+		t.Fatalf("banner:\n%s\nwant:\n%s\n%s", out, want1, want2)
+	}
+
+	dir := filepath.Join(t.TempDir(), "data")
+	out, errOut := runUntilReady(t, "--port", strconv.Itoa(port), "--data-dir", dir, "--raft-engine", "raft")
+	lines = strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want1 = fmt.Sprintf("nacos-lockd dev ready: single-node node 127.0.0.1:%d, replica 1, leader; data in %s", port, dir)
+	want2 = fmt.Sprintf("clients: serverAddr=127.0.0.1:%d (SDK gRPC port %d); admin API, /readyz and /metrics: http://127.0.0.1:%d; Raft 127.0.0.1:%d",
 		port, port+1000, port, port-1000)
 	if len(lines) != 2 || lines[0] != want1 || lines[1] != want2 {
 		t.Fatalf("banner:\n%s\nwant:\n%s\n%s", out, want1, want2)
@@ -84,7 +95,8 @@ func TestStartBannerAndQuietLog(t *testing.T) {
 		}
 	}
 
-	// The mapping lowers them; it does not lose them.
+	// The mapping lowers them; it does not lose them. (The data dir keeps
+	// the Raft engine it was made with.)
 	_, debugOut := runUntilReady(t, "--port", strconv.Itoa(port), "--data-dir", dir, "--log-level", "debug")
 	for _, s := range []string{"mutual TLS disabled", "StaleRead called"} {
 		if !strings.Contains(debugOut, s) {
@@ -104,10 +116,12 @@ func TestPortInUse(t *testing.T) {
 		name string
 		addr string
 		want string
+		args []string
 	}{
-		{"main", fmt.Sprintf(":%d", port), fmt.Sprintf("main port %d (HTTP admin API) is already in use", port)},
-		{"sdk", fmt.Sprintf(":%d", port+1000), fmt.Sprintf("SDK gRPC port %d (main port %d + 1000) is already in use", port+1000, port)},
-		{"raft", fmt.Sprintf("127.0.0.1:%d", port-1000), fmt.Sprintf("Raft port %d (main port %d - 1000) is already in use on 127.0.0.1:%d", port-1000, port, port-1000)},
+		{"main", fmt.Sprintf(":%d", port), fmt.Sprintf("main port %d (HTTP admin API) is already in use", port), nil},
+		{"sdk", fmt.Sprintf(":%d", port+1000), fmt.Sprintf("SDK gRPC port %d (main port %d + 1000) is already in use", port+1000, port), nil},
+		{"raft", fmt.Sprintf("127.0.0.1:%d", port-1000), fmt.Sprintf("Raft port %d (main port %d - 1000) is already in use on 127.0.0.1:%d", port-1000, port, port-1000),
+			[]string{"--raft-engine", "raft"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, err := net.Listen("tcp", c.addr)
@@ -116,7 +130,7 @@ func TestPortInUse(t *testing.T) {
 			}
 			defer l.Close()
 			dir := filepath.Join(t.TempDir(), "data")
-			cmd := exec.Command(procs.Binary(t, "nacos-lockd"), "--port", strconv.Itoa(port), "--data-dir", dir)
+			cmd := exec.Command(procs.Binary(t, "nacos-lockd"), append([]string{"--port", strconv.Itoa(port), "--data-dir", dir}, c.args...)...)
 			start := time.Now()
 			out, err := cmd.CombinedOutput()
 			if err == nil {
@@ -130,4 +144,13 @@ func TestPortInUse(t *testing.T) {
 			}
 		})
 	}
+	// A node on the single-node engine listens on no Raft port.
+	t.Run("raft port on the single-node engine", func(t *testing.T) {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port-1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		runUntilReady(t, "--port", strconv.Itoa(port), "--data-dir", filepath.Join(t.TempDir(), "data"))
+	})
 }

@@ -108,7 +108,7 @@ func serve(ctx context.Context, cfg config, log zerolog.Logger, stdout io.Writer
 	build := currentBuild()
 	sc := server.Config{
 		Self: cfg.self, Members: cfg.members, Cluster: cfg.cluster, Join: cfg.join, DataDir: cfg.dataDir,
-		Lock: cfg.lock, Auth: cfg.auth, TLS: cfg.tls, Identity: cfg.identity, CoalesceWindow: cfg.coalesceWindow, RaftLog: cfg.raftLog,
+		Lock: cfg.lock, Auth: cfg.auth, TLS: cfg.tls, Identity: cfg.identity, CoalesceWindow: cfg.coalesceWindow, RaftLog: cfg.raftLog, RaftEngine: cfg.raftEngine,
 		Transport: cfg.transport, Profiling: cfg.profiling, Version: build.Version, Commit: build.Commit, Log: log, Banner: stdout,
 		Names: nameWatch{self: cfg.self, members: cfg.members, host: sysHost, log: log},
 	}

@@ -245,7 +245,7 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if err := s.cluster.RemoveReplica(ctx, id); err != nil {
-			writeError(w, http.StatusServiceUnavailable, err)
+			writeError(w, membershipErrorStatus(err), err)
 			return
 		}
 		delete(members, id)
@@ -253,11 +253,23 @@ func (s *Server) addMember(w http.ResponseWriter, r *http.Request) {
 	}
 	m.ReplicaID = s.cfg.NewReplicaID(m, members)
 	if err := s.cluster.AddReplica(ctx, m.ReplicaID, m.RaftAddress); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
+		writeError(w, membershipErrorStatus(err), err)
 		return
 	}
 	s.log.Info().Str("member", m.Address).Uint64("replica", m.ReplicaID).Msg("member added")
 	writeJSON(w, http.StatusOK, m)
+}
+
+// membershipErrorStatus is the status of a failed membership change: 409
+// when the node's membership cannot change at all (its error says so with
+// FixedMembership, as a single-node engine's does), since no retry will
+// help; 503 otherwise (no leader, a timeout: try again).
+func membershipErrorStatus(err error) int {
+	var fixed interface{ FixedMembership() bool }
+	if errors.As(err, &fixed) && fixed.FixedMembership() {
+		return http.StatusConflict
+	}
+	return http.StatusServiceUnavailable
 }
 
 func memberAt(members map[uint64]string, raftAddr string) (uint64, bool) {
@@ -288,7 +300,7 @@ func (s *Server) removeMember(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.cluster.RemoveReplica(ctx, id); err != nil {
-		writeError(w, http.StatusServiceUnavailable, err)
+		writeError(w, membershipErrorStatus(err), err)
 		return
 	}
 	m.ReplicaID = id

@@ -23,6 +23,7 @@ type fakeCluster struct {
 	members      map[uint64]string
 	removed      map[uint64]bool
 	fail         error
+	changeFail   error // what AddReplica and RemoveReplica answer, changing nothing
 }
 
 func (f *fakeCluster) ReplicaID() uint64 { return f.self }
@@ -37,6 +38,9 @@ func (f *fakeCluster) Membership(context.Context) (map[uint64]string, error) {
 	return out, f.fail
 }
 func (f *fakeCluster) AddReplica(_ context.Context, id uint64, addr string) error {
+	if f.changeFail != nil {
+		return f.changeFail
+	}
 	if f.removed[id] {
 		return errors.New("replica id was removed before")
 	}
@@ -44,6 +48,9 @@ func (f *fakeCluster) AddReplica(_ context.Context, id uint64, addr string) erro
 	return f.fail
 }
 func (f *fakeCluster) RemoveReplica(_ context.Context, id uint64) error {
+	if f.changeFail != nil {
+		return f.changeFail
+	}
 	delete(f.members, id)
 	f.removed[id] = true
 	return f.fail
@@ -104,6 +111,34 @@ func TestHealthAndReadiness(t *testing.T) {
 	}
 	if code, _ := do(t, h, "GET", "/metrics", ""); code != 200 {
 		t.Fatalf("metrics %d", code)
+	}
+}
+
+// fixedMembership is the kind of error a node whose membership cannot
+// change answers with (replica.ErrSoleVoterEngine).
+type fixedMembership struct{}
+
+func (fixedMembership) Error() string         { return "membership fixed" }
+func (fixedMembership) FixedMembership() bool { return true }
+
+// A membership change that no retry can make is a conflict (409), one that
+// failed for now is unavailable (503).
+func TestMembershipChangeErrors(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{fmt.Errorf("add replica 7: %w", fixedMembership{}), 409},
+		{errors.New("raft unavailable: timeout"), 503},
+	} {
+		fc, h, _ := newTestAPI(t)
+		fc.changeFail = c.err
+		if code, out := do(t, h, "POST", "/v1/cluster/members", `{"address":"127.0.0.1:8852","level":3}`); code != c.want {
+			t.Errorf("add with %v: %d %v, want %d", c.err, code, out, c.want)
+		}
+		if code, out := do(t, h, "DELETE", "/v1/cluster/members/127.0.0.1:8850", ""); code != c.want {
+			t.Errorf("remove with %v: %d %v, want %d", c.err, code, out, c.want)
+		}
 	}
 }
 
