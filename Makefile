@@ -166,8 +166,8 @@ CHAOS_CI_NET ?= netns
 
 # The chaos suite builds its own server binary with -tags testhooks (clock, disk and
 # leader-transfer faults); CHAOS_BINARY overrides it.
-chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), fails on any violation
-	CHAOS_REQUIRE_HOOKS=1 CHAOS_JAVA=require CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^(TestChaosCI|TestClockJumpLimits)$$' -v ./interop/chaos
+chaos-ci: ## CI: 3 nodes, 3-minute seeded fault schedule (seed = date), then one node (the single-node engine) for 1 minute; fails on any violation
+	CHAOS_REQUIRE_HOOKS=1 CHAOS_JAVA=require CHAOS_NET=$(CHAOS_CI_NET) $(GO) test -tags chaos -count=1 -timeout 20m -run '^(TestChaosCI|TestChaosCISingleNode|TestClockJumpLimits)$$' -v ./interop/chaos
 
 chaos: ## long run: make chaos DURATION=30m (3 nodes, then 5 nodes, DURATION each)
 	CHAOS_REQUIRE_HOOKS=1 CHAOS_DURATION=$(DURATION) $(GO) test -tags chaos -count=1 -timeout 0 -run '^TestChaos$$' -v ./interop/chaos

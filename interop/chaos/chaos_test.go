@@ -22,8 +22,9 @@ type runConfig struct {
 	seed     uint64
 	duration time.Duration // of the fault schedule
 	nodes    int
-	clients  int // processes
-	workers  int // per process
+	single   bool // one node without a cluster.conf: the single-node engine
+	clients  int  // processes
+	workers  int  // per process
 }
 
 // dateSeed rotates the CI seed daily: the same day replays the same schedule.
@@ -66,6 +67,16 @@ func TestChaosCI(t *testing.T) {
 	runChaos(t, configFromEnv(t, runConfig{name: "ci", seed: dateSeed(), duration: 3 * time.Minute, nodes: 3, clients: 3, workers: 3}))
 }
 
+// TestChaosCISingleNode is the CI run of a single node, which runs the
+// single-node engine instead of Raft: a 1-minute schedule of the faults
+// one node can take (kills, restarts, pauses, clocks, disks, clients).
+// `make chaos-ci`.
+func TestChaosCISingleNode(t *testing.T) {
+	rc := configFromEnv(t, runConfig{name: "ci-single", seed: dateSeed(), duration: time.Minute, clients: 3, workers: 3})
+	rc.nodes, rc.single = 1, true
+	runChaos(t, rc)
+}
+
 // TestChaos is the long run, `make chaos DURATION=30m`: the schedule on 3
 // nodes, then on 5 (CHAOS_NODES picks one). It needs CHAOS_DURATION.
 func TestChaos(t *testing.T) {
@@ -96,7 +107,7 @@ func runChaos(t *testing.T, rc runConfig) {
 	_ = os.WriteFile(filepath.Join(out, "run.txt"), []byte(fmt.Sprintf("seed=%d\nnodes=%d\nduration=%v\nclients=%d\nworkers=%d\nnemeses=%s\n",
 		rc.seed, rc.nodes, rc.duration, rc.clients, rc.workers, os.Getenv("CHAOS_NEMESES"))), 0o644)
 
-	c := newCluster(t, out, rc.nodes)
+	c := newCluster(t, out, rc.nodes, rc.single)
 	t.Logf("cluster up: %s; test hooks %v", c.net.describe(), c.hooksOK)
 	reg, err := startRegister(filepath.Join(out, "register.jsonl"))
 	if err != nil {

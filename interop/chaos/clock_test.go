@@ -27,7 +27,7 @@ func TestClockJumpLimits(t *testing.T) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	c := newCluster(t, out, 3)
+	c := newCluster(t, out, 3, false)
 	if !c.hooksOK {
 		t.Skip("the binary has no --test-hooks")
 	}

@@ -37,6 +37,9 @@ type cluster struct {
 	props   string
 	nodes   []*node
 	initial int
+	// single: one node started without a cluster.conf, so it runs the
+	// single-node engine (no Raft); the faults that need peers are left out.
+	single bool
 
 	mu sync.Mutex // node lifecycle
 }
@@ -101,9 +104,12 @@ func serverBinary(t *testing.T) string {
 	return bin
 }
 
-func newCluster(t *testing.T, out string, nodes int) *cluster {
+func newCluster(t *testing.T, out string, nodes int, single bool) *cluster {
 	t.Helper()
-	c := &cluster{t: t, out: out, data: t.TempDir(), bin: serverBinary(t), initial: nodes}
+	if single && nodes != 1 {
+		t.Fatalf("a single-node run has one node, not %d", nodes)
+	}
+	c := &cluster{t: t, out: out, data: t.TempDir(), bin: serverBinary(t), initial: nodes, single: single}
 	help, _ := exec.Command(c.bin, "--help").CombinedOutput()
 	c.hooksOK = strings.Contains(string(help), "test-hooks")
 	if !c.hooksOK && os.Getenv("CHAOS_REQUIRE_HOOKS") != "" {
@@ -182,8 +188,11 @@ func (c *cluster) start(i int, join bool) {
 		c.t.Errorf("cluster.conf: %v", err)
 		return
 	}
-	args := []string{"--port", strconv.Itoa(n.port), "--ip", n.ip, "--data-dir", n.dataDir, "--cluster-conf", conf,
+	args := []string{"--port", strconv.Itoa(n.port), "--ip", n.ip, "--data-dir", n.dataDir,
 		"--config", c.props, "--log-level", envOr("CHAOS_LOG_LEVEL", "info")}
+	if !c.single {
+		args = append(args, "--cluster-conf", conf)
+	}
 	if c.hooksOK {
 		if err := c.writeHooks(n); err != nil {
 			c.t.Errorf("hooks: %v", err)
@@ -193,7 +202,7 @@ func (c *cluster) start(i int, join bool) {
 	if join {
 		n.wiped = true
 	}
-	if n.wiped {
+	if n.wiped && !c.single {
 		args = append(args, "--join")
 	}
 	cmd := c.net.command(i, c.bin, args...)

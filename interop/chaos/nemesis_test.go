@@ -65,13 +65,18 @@ type faultSpec struct {
 
 func always(*nemesis) bool          { return true }
 func hooked(n *nemesis) bool        { return n.c.hooksOK }
-func partitionable(n *nemesis) bool { return n.c.net.canPartition() }
+func partitionable(n *nemesis) bool { return n.c.net.canPartition() && peered(n) }
+
+// peered: the fault needs Raft peers (a follower, a partition between
+// members, a leadership transfer, a membership change), which a
+// single-node run does not have.
+func peered(n *nemesis) bool { return !n.c.single }
 
 var faultSpecs = []faultSpec{
 	{"kill-leader", 3, always, func(n *nemesis, occ *occupancy) (*fault, error) {
 		return n.killNode(occ, n.pickNode(occ, roleLeader), "kill-leader")
 	}},
-	{"kill-follower", 3, always, func(n *nemesis, occ *occupancy) (*fault, error) {
+	{"kill-follower", 3, peered, func(n *nemesis, occ *occupancy) (*fault, error) {
 		return n.killNode(occ, n.pickNode(occ, roleFollower), "kill-follower")
 	}},
 	{"restart-leader", 2, always, (*nemesis).restartLeader},
@@ -83,11 +88,11 @@ var faultSpecs = []faultSpec{
 	{"partition-clients", 2, partitionable, (*nemesis).cutClients},
 	{"clock-skew", 2, hooked, (*nemesis).clockSkew},
 	{"clock-jumps", 2, hooked, (*nemesis).clockJumps},
-	{"leader-transfer", 2, hooked, (*nemesis).leaderTransfer},
+	{"leader-transfer", 2, func(n *nemesis) bool { return hooked(n) && peered(n) }, (*nemesis).leaderTransfer},
 	{"disk-slow", 2, hooked, (*nemesis).diskSlow},
 	{"disk-fail", 1, hooked, (*nemesis).diskFail},
-	{"membership-add-remove", 1, always, (*nemesis).addRemove},
-	{"membership-rejoin-wiped", 1, always, (*nemesis).rejoinWiped},
+	{"membership-add-remove", 1, peered, (*nemesis).addRemove},
+	{"membership-rejoin-wiped", 1, peered, (*nemesis).rejoinWiped},
 	{"kill-client", 2, always, (*nemesis).killClient},
 	{"pause-client", 3, always, (*nemesis).pauseClient},
 	{"crash-cluster", 1, always, (*nemesis).crashCluster},
