@@ -45,6 +45,25 @@ func crash(n *Node, db *storage.DB) {
 	db.Close()
 }
 
+// crashRestart reads n's stats, crashes it and starts a node again on the
+// same data dir, whose stats it reads too; the caller closes the new node
+// and store.
+func (e *soloEnv) crashRestart(t *testing.T, n *Node, db *storage.DB) (before, after statemachine.Stats, _ *Node, _ *storage.DB) {
+	t.Helper()
+	before, err := n.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crash(n, db)
+	n, db = e.start(t)
+	if after, err = n.Stats(); err != nil {
+		n.Close()
+		db.Close()
+		t.Fatal(err)
+	}
+	return before, after, n, db
+}
+
 // TestSoloReplaysItsLogAfterACrash: every acknowledged entry comes back
 // from the log after a crash, in order, and tokens go on from there.
 func TestSoloReplaysItsLogAfterACrash(t *testing.T) {
@@ -62,19 +81,9 @@ func TestSoloReplaysItsLogAfterACrash(t *testing.T) {
 	if !last.Success() {
 		t.Fatalf("release: %+v", last)
 	}
-	before, err := n.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crash(n, db)
-
-	n, db = env.start(t)
+	before, after, n, db := env.crashRestart(t, n, db)
 	defer db.Close()
 	defer n.Close()
-	after, err := n.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if after.Applied != before.Applied || after.Held != before.Held || after.Fence != before.Fence {
 		t.Fatalf("after the crash %+v, before %+v", after, before)
 	}
@@ -119,19 +128,9 @@ func TestSoloCompactsItsLog(t *testing.T) {
 	if len(segs) > 4 {
 		t.Fatalf("%d segments left after compaction: %v", len(segs), segs)
 	}
-	before, err := n.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
-	crash(n, db)
-
-	n, db = env.start(t)
+	before, after, n, db := env.crashRestart(t, n, db)
 	defer db.Close()
 	defer n.Close()
-	after, err := n.Stats()
-	if err != nil {
-		t.Fatal(err)
-	}
 	if after.Applied != before.Applied || after.Held != 400 {
 		t.Fatalf("after the crash %+v, before %+v", after, before)
 	}
