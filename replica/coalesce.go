@@ -93,11 +93,6 @@ func logBusy() bool {
 type groupCommit struct {
 	n      *Node
 	window time.Duration
-	// single: batching is off (the sole-voter engine, which takes its
-	// entries only from here, with --coalesce-window 0): every command is
-	// an entry of its own, proposed at once, as dragonboat's proposals are
-	// without a group commit.
-	single bool
 
 	mu        sync.Mutex
 	queue     []*pendingCmd
@@ -390,7 +385,7 @@ func (g *groupCommit) next(now time.Time) *submitted {
 // command waits for a lock that an entry in flight holds (see
 // groupInFlight).
 func (g *groupCommit) slotFree() bool {
-	return g.single || len(g.flying) == 0 || (len(g.flying) < groupInFlight && g.following)
+	return len(g.flying) == 0 || (len(g.flying) < groupInFlight && g.following)
 }
 
 // inFlightHas reports whether an entry in flight carries a command for
@@ -440,15 +435,6 @@ func latestDeadline(batch []*pendingCmd) time.Time {
 // held), by statemachine's grouping rule (TakeEntry). Commands whose
 // deadline passed while queued were never proposed: they fail here.
 func (g *groupCommit) take(now time.Time) []*pendingCmd {
-	if g.single {
-		p := g.queue[0]
-		g.queue = g.queue[1:]
-		if now.After(p.deadline) {
-			p.deliver(outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)})
-			return nil
-		}
-		return []*pendingCmd{p}
-	}
 	entry, rest := statemachine.TakeEntry(g.queue, pendingCommand, func(p *pendingCmd) bool {
 		if now.After(p.deadline) {
 			p.deliver(outcome{err: fmt.Errorf("propose %s: %w: deadline passed in the queue", p.cmd.Op, ErrUnavailable)})
@@ -479,15 +465,16 @@ func (g *groupCommit) submit(batch []*pendingCmd, deadline, now time.Time) (*sub
 	g.n.m.coalescedEntry(len(batch))
 	grants := slices.ContainsFunc(batch, func(p *pendingCmd) bool { return p.grants })
 	s := &submitted{batch: batch, deadline: deadline}
+	entry := entryFor(batch)
 	var err error
 	if g.n.solo != nil {
 		// The engine sets the log's hand-off hints itself, when it writes.
-		s.solo, err = g.n.solo.submit(entryFor(batch), len(batch), grants)
+		s.solo, err = g.n.solo.submit(entry, len(batch), grants)
 		return s, err
 	}
 	lastEntryCommands.Store(int32(len(batch)))
 	lastEntryHandsOff.Store(grants)
-	s.rs, err = g.n.nh.Propose(g.n.session, entryFor(batch), deadline.Sub(now))
+	s.rs, err = g.n.nh.Propose(g.n.session, entry, deadline.Sub(now))
 	return s, err
 }
 

@@ -161,9 +161,9 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 	default:
 		return nil, fmt.Errorf("raft: unknown engine %q (want %q or %q)", cfg.Engine, EngineRaft, EngineSolo)
 	}
-	if solo, err := hasSoloLog(cfg.NodeHostDir); err != nil {
+	if made, err := madeBy(cfg.NodeHostDir); err != nil {
 		return nil, err
-	} else if solo {
+	} else if made == EngineSolo {
 		return nil, fmt.Errorf("data dir %s was made by the single-node engine, which it keeps: start it without the Raft engine, or restore a snapshot of it onto an empty data dir", cfg.NodeHostDir)
 	}
 	setDragonboatLogger(log)
@@ -172,9 +172,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		return nil, err
 	}
 	log.Info().Str("raft_log", raftLog).Msg("raft log chosen (a data dir keeps the log it was made with)")
-	n := &Node{cfg: cfg, log: log}
-	n.level.Store(statemachine.LevelBaseline)
-	n.m = newNodeMetrics(cfg.Metrics, n)
+	n := newNode(cfg, log)
 	nhc := config.NodeHostConfig{
 		NodeHostDir:       cfg.NodeHostDir,
 		WALDir:            cfg.NodeHostDir,
@@ -203,11 +201,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		CompactionOverhead: cfg.CompactionOverhead,
 	}
 	create := func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
-		d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
-		d.m = n.m
-		d.level = &n.level
-		n.sm.Store(d)
-		return d
+		return n.newStateMachine(db, notify)
 	}
 	// A replica that has started before restarts from its stored state,
 	// whatever the members and join flag say now: membership changes go
@@ -229,10 +223,9 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		nh.Close()
 		return nil, fmt.Errorf("start raft replica: %w", err)
 	}
-	marker := filepath.Join(cfg.NodeHostDir, bootstrappedMarker)
-	if err := os.WriteFile(marker, []byte(strconv.FormatUint(cfg.ReplicaID, 10)+"\n"), 0o600); err != nil {
+	if err := recordReplicaID(cfg.NodeHostDir, cfg.ReplicaID); err != nil {
 		nh.Close()
-		return nil, fmt.Errorf("record raft bootstrap: %w", err)
+		return nil, err
 	}
 	n.session = nh.GetNoOPSession(cfg.ShardID)
 	if cfg.CoalesceWindow > 0 {
@@ -246,13 +239,9 @@ func startSoloNode(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.
 	if cfg.Join || len(cfg.Members) != 1 || cfg.Members[cfg.ReplicaID] == "" {
 		return nil, errors.New("raft: the single-node engine runs a shard of this one member: it cannot join a cluster or start with others")
 	}
-	solo, err := hasSoloLog(cfg.NodeHostDir)
-	if err != nil {
+	if made, err := madeBy(cfg.NodeHostDir); err != nil {
 		return nil, err
-	}
-	if raft, err := madeByRaft(cfg.NodeHostDir); err != nil {
-		return nil, err
-	} else if raft && !solo {
+	} else if made == EngineRaft {
 		return nil, fmt.Errorf("data dir %s was made by the Raft engine, which it keeps: start it with the Raft engine, or restore a snapshot of it onto an empty data dir", cfg.NodeHostDir)
 	}
 	if id, ok, err := StoredReplicaID(cfg.NodeHostDir); err != nil {
@@ -263,30 +252,51 @@ func startSoloNode(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.
 	if err := os.MkdirAll(soloDir(cfg.NodeHostDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create single-node log dir: %w", err)
 	}
-	n := &Node{cfg: cfg, log: log}
-	n.level.Store(statemachine.LevelBaseline)
-	n.m = newNodeMetrics(cfg.Metrics, n)
-	d := newDiskSM(db, notify, log.With().Str("component", "statemachine").Logger())
-	d.m = n.m
-	d.level = &n.level
-	n.sm.Store(d)
+	n := newNode(cfg, log)
+	d := n.newStateMachine(db, notify)
 	e, err := startSolo(soloDir(cfg.NodeHostDir), d, cfg.ShardID, cfg.ReplicaID, cfg.SnapshotEntries, log.With().Str("component", "solo").Logger())
 	if err != nil {
 		return nil, err
 	}
-	marker := filepath.Join(cfg.NodeHostDir, bootstrappedMarker)
-	if err := os.WriteFile(marker, []byte(strconv.FormatUint(cfg.ReplicaID, 10)+"\n"), 0o600); err != nil {
+	if err := recordReplicaID(cfg.NodeHostDir, cfg.ReplicaID); err != nil {
 		e.close()
-		return nil, fmt.Errorf("record bootstrap: %w", err)
+		return nil, err
 	}
 	n.solo = e
-	// The engine takes its entries from the group commit only: it is what
-	// orders them, and Record needs it.
-	n.gc = newGroupCommit(n, max(cfg.CoalesceWindow, 0))
-	n.gc.single = cfg.CoalesceWindow < 0
+	if cfg.CoalesceWindow > 0 {
+		n.gc = newGroupCommit(n, cfg.CoalesceWindow)
+	}
 	n.m.leader(soloTerm, true)
 	log.Info().Str("engine", EngineSolo).Msg("single-node engine started: entries are ordered, logged and applied without Raft")
 	return n, nil
+}
+
+// newNode is a node's common part, before an engine runs under it.
+func newNode(cfg RaftConfig, log zerolog.Logger) *Node {
+	n := &Node{cfg: cfg, log: log}
+	n.level.Store(statemachine.LevelBaseline)
+	n.m = newNodeMetrics(cfg.Metrics, n)
+	return n
+}
+
+// newStateMachine makes the replica's state machine over db, which either
+// engine applies its entries through.
+func (n *Node) newStateMachine(db *storage.DB, notify Notifier) *diskSM {
+	d := newDiskSM(db, notify, n.log.With().Str("component", "statemachine").Logger())
+	d.m = n.m
+	d.level = &n.level
+	n.sm.Store(d)
+	return d
+}
+
+// recordReplicaID records in the node host directory that the replica
+// has started, as which replica id (StoredReplicaID reads it).
+func recordReplicaID(nodeHostDir string, id uint64) error {
+	marker := filepath.Join(nodeHostDir, bootstrappedMarker)
+	if err := os.WriteFile(marker, []byte(strconv.FormatUint(id, 10)+"\n"), 0o600); err != nil {
+		return fmt.Errorf("record replica start: %w", err)
+	}
+	return nil
 }
 
 // Close stops the replica. Proposals in flight fail with ErrUnavailable.

@@ -360,19 +360,6 @@ func (e *soloEngine) close() {
 // soloDir is the engine's log directory in a node host directory.
 func soloDir(nodeHostDir string) string { return filepath.Join(nodeHostDir, soloDirName) }
 
-// hasSoloLog reports whether a node host directory was made by the
-// sole-voter engine.
-func hasSoloLog(nodeHostDir string) (bool, error) {
-	_, err := os.Stat(soloDir(nodeHostDir))
-	if err == nil {
-		return true, nil
-	}
-	if errors.Is(err, os.ErrNotExist) {
-		return false, nil
-	}
-	return false, fmt.Errorf("inspect data dir: %w", err)
-}
-
 // ChooseEngine picks the engine a node starts on: the one its data dir
 // was made with, else, for a new data dir, want for a single node (a
 // shard of this one member, neither joining nor listed with others) and
@@ -385,39 +372,41 @@ func ChooseEngine(nodeHostDir, want string, single bool) (string, error) {
 	default:
 		return "", fmt.Errorf("raft: unknown engine %q (want %q or %q)", want, EngineRaft, EngineSolo)
 	}
-	solo, err := hasSoloLog(nodeHostDir)
-	if err != nil {
+	made, err := madeBy(nodeHostDir)
+	switch {
+	case err != nil:
 		return "", err
-	}
-	if solo {
-		if !single {
-			return "", fmt.Errorf("data dir %s was made by the single-node engine, which has no Raft state: a cluster member needs an empty data dir, or one made by the Raft engine", nodeHostDir)
-		}
-		return EngineSolo, nil
-	}
-	if made, err := madeByRaft(nodeHostDir); err != nil {
-		return "", err
-	} else if made || !single || want == "" {
+	case made == EngineSolo && !single:
+		return "", fmt.Errorf("data dir %s was made by the single-node engine, which has no Raft state: a cluster member needs an empty data dir, or one made by the Raft engine", nodeHostDir)
+	case made != "":
+		return made, nil
+	case !single || want == "":
 		return EngineRaft, nil
 	}
 	return want, nil
 }
 
-// madeByRaft reports whether dragonboat has used a node host directory:
-// its replica started there (our marker), or dragonboat opened it (its
-// flag file, or our choice of its log, written before it opens).
-func madeByRaft(nodeHostDir string) (bool, error) {
-	if _, started, err := StoredReplicaID(nodeHostDir); err != nil || started {
-		return started, err
+// madeBy reports which engine made a node host directory: EngineSolo when
+// the engine's log directory is there, EngineRaft when dragonboat has used
+// it (its replica started there: our marker; or dragonboat opened it: its
+// flag file, or our choice of its log, written before it opens), "" for a
+// new one. The engine's log directory wins: its start writes the same
+// replica marker.
+func madeBy(nodeHostDir string) (string, error) {
+	names := []struct{ name, engine string }{
+		{soloDirName, EngineSolo},
+		{bootstrappedMarker, EngineRaft},
+		{dragonboatFlagFile, EngineRaft},
+		{raftLogMarker, EngineRaft},
 	}
-	for _, name := range []string{dragonboatFlagFile, raftLogMarker} {
-		_, err := os.Stat(filepath.Join(nodeHostDir, name))
+	for _, n := range names {
+		_, err := os.Stat(filepath.Join(nodeHostDir, n.name))
 		if err == nil {
-			return true, nil
+			return n.engine, nil
 		}
 		if !errors.Is(err, os.ErrNotExist) {
-			return false, fmt.Errorf("inspect data dir: %w", err)
+			return "", fmt.Errorf("inspect data dir: %w", err)
 		}
 	}
-	return false, nil
+	return "", nil
 }
