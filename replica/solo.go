@@ -6,8 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
-	"time"
 
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
@@ -49,10 +49,6 @@ const soloDirName = "solo-log"
 // election.
 const soloTerm = 1
 
-// soloBusyGap: a sync that starts within this long of the previous one's
-// end hands its P off (see soloEngine.handOff).
-const soloBusyGap = 150 * time.Microsecond
-
 // soloSegmentSize is the log's segment size (0: raftlog's default); tests
 // make it small to see segments go.
 var soloSegmentSize int64
@@ -92,7 +88,6 @@ type soloEngine struct {
 
 	// Only run touches these (close, once run has returned).
 	next       uint64      // the next entry's index
-	lastSync   time.Time   // when the previous sync ended
 	compacting chan uint64 // a compaction under way delivers the index it compacted to
 	compacted  uint64      // the table is durable up to here, and the log is dropped below it
 }
@@ -208,6 +203,12 @@ func (e *soloEngine) run() {
 	var ents []pb.Entry
 	var apply []sm.Entry
 	for range e.wake { // close closes wake: the loop then drains and ends
+		// The submit that woke run made it the next goroutine to run,
+		// ahead of the request handlers the network had already made
+		// runnable. Yielding once lets those queue their commands first,
+		// so they share this record instead of each waiting a sync of its
+		// own while the P is held (see handOff).
+		runtime.Gosched()
 		for {
 			e.mu.Lock()
 			batch = append(batch[:0], e.queue...)
@@ -253,7 +254,6 @@ func (e *soloEngine) commit(batch []*soloEntry, ents []pb.Entry, apply []sm.Entr
 	}
 	e.handOff(commands, grants)
 	err := e.log.SaveRaftState([]pb.Update{ud}, 0)
-	e.lastSync = time.Now()
 	if err != nil {
 		e.fail(batch, fmt.Errorf("write single-node log: %w", err))
 		return ents, apply
@@ -286,17 +286,17 @@ func (e *soloEngine) commit(batch []*soloEntry, ents []pb.Entry, apply []sm.Entr
 }
 
 // handOff tells the log's file whether this sync hands its P to other
-// goroutines: for a large entry or a hand-off's (as under Raft, see
-// syncHandOffMinCommands and lastEntryHandsOff), and for one that starts
-// right after the previous sync ended. Under Raft the next entry's step
-// pass runs on a goroutine of its own while the previous entry applies,
-// so requests read during a sync join the entry after it; here one
-// goroutine writes and applies, and a busy log whose small syncs kept the
-// P left the requests that arrived meanwhile unread in their sockets, so
-// every entry stayed small (W1 c=64: 0.57x pairs/s).
+// goroutines: for a large entry or a hand-off's, as under Raft (see
+// syncHandOffMinCommands and lastEntryHandsOff). A closed loop's backlog
+// shows as large entries because run yields before it takes the queue:
+// without that yield every entry held the one command that woke run, the
+// P stayed with it through the sync, and W1 c=64 fell to 0.57x pairs/s;
+// handing off for every sync that followed closely on the previous one
+// (150 µs) fixed that, but cost a thread switch for many spaced syncs at
+// a fixed rate (gateway/DESIGN.md, "The single-node engine").
 func (e *soloEngine) handOff(commands int, grants bool) {
 	lastEntryCommands.Store(int32(commands))
-	lastEntryHandsOff.Store(grants || time.Since(e.lastSync) < soloBusyGap)
+	lastEntryHandsOff.Store(grants)
 }
 
 // fail answers batch with err, and every later entry too: after a failed
