@@ -84,6 +84,15 @@ func logBusy() bool {
 	return lastEntryCommands.Load() >= syncHandOffMinCommands || lastEntryHandsOff.Load()
 }
 
+// hintSync tells logBusy about the entry written next: how many commands
+// it carries and whether one of them hands a lock to a waiter. Raft's
+// group commit calls it as it proposes, the single-node engine as it
+// writes.
+func hintSync(commands int, grants bool) {
+	lastEntryCommands.Store(int32(commands))
+	lastEntryHandsOff.Store(grants)
+}
+
 // groupCommit is the node's one way into Raft when batching is on (see
 // batch.go for the entry format). Commands are proposed in the order they
 // arrive (an entry that dragonboat drops is proposed again, after entries
@@ -472,8 +481,7 @@ func (g *groupCommit) submit(batch []*pendingCmd, deadline, now time.Time) (*sub
 		s.solo, err = g.n.solo.submit(entry, len(batch), grants)
 		return s, err
 	}
-	lastEntryCommands.Store(int32(len(batch)))
-	lastEntryHandsOff.Store(grants)
+	hintSync(len(batch), grants)
 	s.rs, err = g.n.nh.Propose(g.n.session, entry, deadline.Sub(now))
 	return s, err
 }

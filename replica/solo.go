@@ -207,7 +207,9 @@ func (e *soloEngine) run() {
 		// ahead of the request handlers the network had already made
 		// runnable. Yielding once lets those queue their commands first,
 		// so they share this record instead of each waiting a sync of its
-		// own while the P is held (see handOff).
+		// own while the P is held. (Handing the P off for every sync that
+		// followed closely on the previous one did that too, at the cost
+		// of a thread switch for many spaced syncs at a fixed rate.)
 		runtime.Gosched()
 		for {
 			e.mu.Lock()
@@ -252,7 +254,11 @@ func (e *soloEngine) commit(batch []*soloEntry, ents []pb.Entry, apply []sm.Entr
 		State:         pb.State{Term: soloTerm, Vote: e.replica, Commit: last},
 		EntriesToSave: ents,
 	}
-	e.handOff(commands, grants)
+	// The sync hands its P off for a large entry or a hand-off's, as
+	// under Raft. A closed loop's backlog shows as a large entry because
+	// run yields before it takes the queue (gateway/DESIGN.md, "The
+	// single-node engine").
+	hintSync(commands, grants)
 	err := e.log.SaveRaftState([]pb.Update{ud}, 0)
 	if err != nil {
 		e.fail(batch, fmt.Errorf("write single-node log: %w", err))
@@ -283,20 +289,6 @@ func (e *soloEngine) commit(batch []*soloEntry, ents []pb.Entry, apply []sm.Entr
 		go e.compact(e.compacted, e.compacting)
 	}
 	return ents, apply
-}
-
-// handOff tells the log's file whether this sync hands its P to other
-// goroutines: for a large entry or a hand-off's, as under Raft (see
-// syncHandOffMinCommands and lastEntryHandsOff). A closed loop's backlog
-// shows as large entries because run yields before it takes the queue:
-// without that yield every entry held the one command that woke run, the
-// P stayed with it through the sync, and W1 c=64 fell to 0.57x pairs/s;
-// handing off for every sync that followed closely on the previous one
-// (150 µs) fixed that, but cost a thread switch for many spaced syncs at
-// a fixed rate (gateway/DESIGN.md, "The single-node engine").
-func (e *soloEngine) handOff(commands int, grants bool) {
-	lastEntryCommands.Store(int32(commands))
-	lastEntryHandsOff.Store(grants)
 }
 
 // fail answers batch with err, and every later entry too: after a failed
