@@ -618,11 +618,11 @@ func (logBusyFS) Busy() bool { return logBusy() }
 
 // TestLogsGetTheBusyHint: both logs' files are given logBusy.
 func TestLogsGetTheBusyHint(t *testing.T) {
-	f, ok := logFactory(LogLockd).LogDBFactory.(raftlog.Factory)
+	f, ok := logFactory(LogLockd, nil).LogDBFactory.(raftlog.Factory)
 	if !ok || f.Options.Busy == nil {
-		t.Fatalf("our log's factory %T has no Busy hint", logFactory(LogLockd).LogDBFactory)
+		t.Fatalf("our log's factory %T has no Busy hint", logFactory(LogLockd, nil).LogDBFactory)
 	}
-	if logFactory(LogPebble).LogDBFactory != nil {
+	if logFactory(LogPebble, nil).LogDBFactory != nil {
 		t.Fatal("pebble's log is dragonboat's default, not a factory of ours")
 	}
 	fs, ok := vfs.Default.(walfile.FS)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4/config"
 
@@ -89,14 +90,15 @@ func writeSynced(dir, name, content string) error {
 	return durable.SyncDir(dir)
 }
 
-// logFactory returns dragonboat's log settings for the log chosen.
-func logFactory(log string) config.ExpertConfig {
+// logFactory returns dragonboat's log settings for the log chosen; our
+// own log counts its synced writes in syncs.
+func logFactory(log string, syncs *atomic.Uint64) config.ExpertConfig {
 	if log == LogPebble {
 		walfile.Install(logBusy) // before dragonboat opens its log: see the package
 		return config.ExpertConfig{LogDB: LogDBConfig()}
 	}
 	return config.ExpertConfig{
 		LogDB:        LogDBConfig(),
-		LogDBFactory: raftlog.Factory{Options: raftlog.Options{Busy: logBusy}},
+		LogDBFactory: raftlog.Factory{Options: raftlog.Options{Busy: logBusy, Syncs: syncs}},
 	}
 }

@@ -140,6 +140,9 @@ type Node struct {
 	// sm is the replica's state machine once dragonboat has made it: the
 	// proposers' hints read its table directly.
 	sm atomic.Pointer[diskSM]
+	// logSyncs counts the synced writes of our own log, under either
+	// engine (raftlog.Options.Syncs); pebble's log counts none.
+	logSyncs atomic.Uint64
 }
 
 // LogDBConfig is the settings of the log every node keeps: a small
@@ -179,7 +182,7 @@ func Start(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.Logger) 
 		RTTMillisecond:    cfg.RTTMillisecond,
 		RaftAddress:       cfg.RaftAddress,
 		RaftEventListener: leaderLogger{log: log, m: n.m},
-		Expert:            logFactory(raftLog),
+		Expert:            logFactory(raftLog, &n.logSyncs),
 	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
@@ -254,7 +257,7 @@ func startSoloNode(cfg RaftConfig, db *storage.DB, notify Notifier, log zerolog.
 	}
 	n := newNode(cfg, log)
 	d := n.newStateMachine(db, notify)
-	e, err := startSolo(soloDir(cfg.NodeHostDir), d, cfg.ShardID, cfg.ReplicaID, cfg.SnapshotEntries, log.With().Str("component", "solo").Logger())
+	e, err := startSolo(soloDir(cfg.NodeHostDir), d, cfg.ShardID, cfg.ReplicaID, cfg.SnapshotEntries, &n.logSyncs, log.With().Str("component", "solo").Logger())
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
 	"nacos-lockd/replica/raftlog"
@@ -34,9 +35,10 @@ func freeAddr(t *testing.T) string {
 
 type nodeEnv struct {
 	dir, addr string
-	window    time.Duration // RaftConfig.CoalesceWindow
-	raftLog   string        // RaftConfig.RaftLog
-	engine    string        // RaftConfig.Engine
+	window    time.Duration         // RaftConfig.CoalesceWindow
+	raftLog   string                // RaftConfig.RaftLog
+	engine    string                // RaftConfig.Engine
+	metrics   prometheus.Registerer // RaftConfig.Metrics
 	mu        sync.Mutex
 	notes     []statemachine.Notification
 }
@@ -47,7 +49,7 @@ func (e *nodeEnv) start(t *testing.T) (*Node, *storage.DB) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window, RaftLog: e.raftLog, Engine: e.engine}, db, func(ns []statemachine.Notification) {
+	n, err := Start(RaftConfig{NodeHostDir: filepath.Join(e.dir, "raft"), RaftAddress: e.addr, CoalesceWindow: e.window, RaftLog: e.raftLog, Engine: e.engine, Metrics: e.metrics}, db, func(ns []statemachine.Notification) {
 		e.mu.Lock()
 		e.notes = append(e.notes, ns...)
 		e.mu.Unlock()

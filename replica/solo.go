@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lni/dragonboat/v4/raftio"
 	pb "github.com/lni/dragonboat/v4/raftpb"
@@ -107,12 +108,12 @@ type soloResult struct {
 
 // startSolo opens the engine's log in dir, replays into s every entry
 // the table has not applied, and starts the writer.
-func startSolo(dir string, s *diskSM, shardID, replicaID, compactEvery uint64, logger zerolog.Logger) (*soloEngine, error) {
+func startSolo(dir string, s *diskSM, shardID, replicaID, compactEvery uint64, syncs *atomic.Uint64, logger zerolog.Logger) (*soloEngine, error) {
 	applied, err := s.Open(nil)
 	if err != nil {
 		return nil, err
 	}
-	l, err := raftlog.Open(dir, raftlog.Options{Busy: logBusy, SegmentSize: soloSegmentSize})
+	l, err := raftlog.Open(dir, raftlog.Options{Busy: logBusy, SegmentSize: soloSegmentSize, Syncs: syncs})
 	if err != nil {
 		return nil, fmt.Errorf("open single-node log: %w", err)
 	}

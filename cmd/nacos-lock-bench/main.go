@@ -280,9 +280,11 @@ func runOne(ctx context.Context, o options, progress io.Writer) ([]load.Report, 
 	}
 	defer srv.close()
 	spec.PIDs = []int{srv.pid()}
-	// One node syncs its log once per entry: entries per op are syncs per op.
+	// Entries per op, and the log's synced writes per op (a record may
+	// hold several entries; a build before the count has none).
 	spec.Counters = map[string]func() (float64, error){
 		"raftEntries": func() (float64, error) { return peers.Metric(srv.metrics, "nacoslockd_raft_applied_index", "") },
+		"logSyncs":    func() (float64, error) { return peers.Metric(srv.metrics, "nacoslockd_raft_log_syncs_total", "") },
 	}
 	switch o.workload {
 	case "w1", "w2":

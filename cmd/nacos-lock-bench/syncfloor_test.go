@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -96,6 +97,20 @@ func TestRatioTableSyncFloor(t *testing.T) {
 			"nacos-lockd's own wire (h2grpc-noop, 70.0 µs) plus the syncs is 105 µs, 1.05x grpc-noop's: the floor for nacos-lockd with nothing but its wire and its syncs. nacos-lockd: 130 µs (1.30x).",
 		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair; its own wire and its log's syncs alone are 1.05x (grpc-go's wire and the syncs 1.35x))",
 		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's (closed loop): MET (1.25x: 100 vs 80.0 µs per pair; its own wire and its log's syncs alone are 0.66x (grpc-go's wire and the syncs 1.06x))",
+	)
+	// A build that counts its log's synced writes: the floor takes the
+	// count, not the entries (a record may hold several).
+	counted := slices.Clone(reps)
+	for i := range counted {
+		if counted[i].Target == "nacos-lockd" && counted[i].Workload == "w1" && counted[i].Clients == 64 && counted[i].RatePerSec == 1500 {
+			counted[i].Extra = map[string]float64{"raftEntriesPerOp": 0.7, "logSyncsPerOp": 0.5}
+		}
+	}
+	got = ratioTable(counted, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin, syncFloor: floor})
+	wantLines(t, got,
+		"nacos-lockd made 0.50 synced log writes per pair here (0.70 entries).",
+		"cost 50.0 µs of CPU (p50 0.2 ms), so its syncs cost at least 25.0 µs per pair",
+		"- W1 c=64 server CPU per pair <= 1.25x grpc-noop's at 1500 pairs/s: NOT MET (1.30x: 130 vs 100 µs per pair; its log's syncs alone put the floor at 1.25x)",
 	)
 	// Without a floor for the rate, no note and the plain check.
 	plain := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})

@@ -22,32 +22,61 @@ type tableMeta struct {
 }
 
 // syncFloorArithmetic is what the log's syncs cost nacos-lockd per pair
-// at rate at least (its entries per pair, one sync each, times one synced
-// write's CPU back to back), and grpc-noop's CPU per pair there: noop plus
+// at rate at least (its synced writes per pair times one synced write's
+// CPU back to back), and grpc-noop's CPU per pair there: noop plus
 // perPair, over noop, is the lowest CPU ratio a grpc-go server that syncs
 // as often could reach (syncFloorRatio and syncFloorNote also put
 // nacos-lockd's own wire, h2grpc-noop, under the syncs).
-func syncFloorArithmetic(reps []load.Report, rate float64, f syncFloor) (entries, perPair, noop float64, ok bool) {
-	entries, ok1 := pickAt(reps, "nacos-lockd", "w1", 64, rate, func(r load.Report) float64 { return r.Extra["raftEntriesPerOp"] })
+func syncFloorArithmetic(reps []load.Report, rate float64, f syncFloor) (w logWrites, perPair, noop float64, ok bool) {
+	w, ok1 := logWritesAt(reps, rate)
 	noop, ok2 := pickAt(reps, "grpc-noop", "w1", 64, rate, mCPU)
 	if !ok1 || !ok2 || noop <= 0 || f.Writes == 0 {
-		return 0, 0, 0, false
+		return logWrites{}, 0, 0, false
 	}
-	return entries, entries * f.CPUUsPerWrite, noop, true
+	return w, w.syncs * f.CPUUsPerWrite, noop, true
+}
+
+// logWrites is how nacos-lockd wrote its log per pair at one W1 c=64
+// point: its synced writes, as the server counted them
+// (nacoslockd_raft_log_syncs_total), or, from a build without that
+// count, its entries, taken as one sync each (a record may hold several
+// entries, so that overstates the syncs).
+type logWrites struct {
+	syncs, entries float64
+	counted        bool // syncs is the server's count, not the entries
+}
+
+func logWritesAt(reps []load.Report, rate float64) (logWrites, bool) {
+	entries, ok := pickAt(reps, "nacos-lockd", "w1", 64, rate, func(r load.Report) float64 { return r.Extra["raftEntriesPerOp"] })
+	if !ok {
+		return logWrites{}, false
+	}
+	syncs, ok := pickAt(reps, "nacos-lockd", "w1", 64, rate, func(r load.Report) float64 { return r.Extra["logSyncsPerOp"] })
+	if !ok || syncs <= 0 {
+		return logWrites{syncs: entries, entries: entries}, true
+	}
+	return logWrites{syncs: syncs, entries: entries, counted: true}, true
+}
+
+func (w logWrites) String() string {
+	if !w.counted {
+		return fmt.Sprintf("wrote %.2f Raft entries per pair here, one synced write each", w.entries)
+	}
+	return fmt.Sprintf("made %.2f synced log writes per pair here (%.2f entries)", w.syncs, w.entries)
 }
 
 func syncFloorNote(reps []load.Report, rate float64, f syncFloor) string {
-	entries, perPair, noop, ok := syncFloorArithmetic(reps, rate, f)
+	w, perPair, noop, ok := syncFloorArithmetic(reps, rate, f)
 	if !ok {
 		return ""
 	}
 	own, _ := pickAt(reps, "nacos-lockd", "w1", 64, rate, mCPU)
-	note := fmt.Sprintf("\nThe log's syncs: nacos-lockd wrote %.2f Raft entries per pair here, one synced write each. "+
+	note := fmt.Sprintf("\nThe log's syncs: nacos-lockd %s. "+
 		"One synced %d-byte write as the log makes it (%s, into a file padded ahead), back to back on the servers' CPU with nothing else running (`nacos-lock-bench sync-floor`), "+
 		"cost %s µs of CPU (p50 %s ms), so its syncs cost at least %s µs per pair "+
 		"(paced writes cost more each, but a server shares their wake-ups with its requests). "+
 		"grpc-noop's %s µs plus that is %s µs, %.2fx grpc-noop's: the floor for a grpc-go server that syncs as often.",
-		entries, f.Record, f.how(), fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
+		w, f.Record, f.how(), fmtSig(f.CPUUsPerWrite), fmtSig(f.P50Ms), fmtSig(perPair),
 		fmtSig(noop), fmtSig(noop+perPair), (noop+perPair)/noop)
 	if wire, ok := ownWire(reps, rate); ok {
 		note += fmt.Sprintf(" nacos-lockd's own wire (h2grpc-noop, %s µs) plus the syncs is %s µs, %.2fx grpc-noop's: "+
@@ -91,7 +120,7 @@ func wireNote(reps []load.Report, rate float64) string {
 		return ""
 	}
 	note := fmt.Sprintf("\nThe wire under nacos-lockd: h2grpc-noop (its own transport, empty handler) costs %s µs per pair here, %.2fx grpc-noop's %s; "+
-		"nacos-lockd's %s µs is that plus %s µs of gateway, Raft and log syncs",
+		"nacos-lockd's %s µs is that plus %s µs of gateway, replica (Raft, or the single-node engine) and log syncs",
 		fmtSig(wire), wire/grpc, fmtSig(grpc), fmtSig(own), fmtSig(own-wire))
 	if raft, ok := pickAt(reps, "raft-noop", "w1", 64, rate, mCPU); ok {
 		note += fmt.Sprintf(" (raw dragonboat with a no-op state machine and its callers: %s µs per pair, so the two floors together are %.2fx grpc-noop's)",

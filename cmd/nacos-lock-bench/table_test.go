@@ -239,9 +239,9 @@ func TestRatioTableWireNote(t *testing.T) {
 	got := ratioTable(reps, targets, map[string]string{}, tableMeta{machine: "test box", rounds: 1, pin: pin})
 	wantLines(t, got,
 		"h2grpc-noop = the same empty handler on nacos-lockd's own transport",
-		"h2grpc-noop (its own transport, empty handler) costs 48.0 µs per pair at W1 c=64 closed loop, 0.60x grpc-noop's 80.0; nacos-lockd's 100 µs is that plus 52.0 µs of gateway, Raft and log syncs (raw dragonboat with a no-op state machine and its callers: 60.0 µs per pair, so the two floors together are 1.35x grpc-noop's).",
+		"h2grpc-noop (its own transport, empty handler) costs 48.0 µs per pair at W1 c=64 closed loop, 0.60x grpc-noop's 80.0; nacos-lockd's 100 µs is that plus 52.0 µs of gateway, replica (Raft, or the single-node engine) and log syncs (raw dragonboat with a no-op state machine and its callers: 60.0 µs per pair, so the two floors together are 1.35x grpc-noop's).",
 		// At the fixed rate raft-noop has no point: the note says what it can.
-		"costs 70.0 µs per pair here, 0.70x grpc-noop's 100; nacos-lockd's 130 µs is that plus 60.0 µs of gateway, Raft and log syncs.",
+		"costs 70.0 µs per pair here, 0.70x grpc-noop's 100; nacos-lockd's 130 µs is that plus 60.0 µs of gateway, replica (Raft, or the single-node engine) and log syncs.",
 	)
 }
 

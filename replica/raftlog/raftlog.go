@@ -45,6 +45,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/vfs"
 	"github.com/lni/dragonboat/v4/config"
@@ -73,6 +74,10 @@ type Options struct {
 	Busy func() bool
 	// SegmentSize: 0 picks DefaultSegmentSize.
 	SegmentSize int64
+	// Syncs, when set, counts the records written, one synced write
+	// each: the log's syncs, which a benchmark divides by its
+	// operations (a record may hold many entries).
+	Syncs *atomic.Uint64
 }
 
 // Factory makes the Log for dragonboat (config.LogDBFactory).
@@ -168,6 +173,7 @@ type Log struct {
 	dir     string
 	busy    func() bool // Options.Busy
 	segSize int64
+	syncs   *atomic.Uint64 // Options.Syncs, or nil
 
 	// writeMu orders the appends: one record is encoded, written and
 	// synced at a time. The writer's fields are the appender's.
@@ -198,6 +204,7 @@ func Open(dir string, opts Options) (*Log, error) {
 		dir:     dir,
 		busy:    opts.Busy,
 		segSize: opts.SegmentSize,
+		syncs:   opts.Syncs,
 		nodes:   make(map[nodeKey]*nodeLog),
 		segs:    make(map[uint32]*os.File),
 	}
@@ -383,6 +390,9 @@ func (l *Log) write(rec []byte) (int64, error) {
 	}
 	if err := l.w.Sync(); err != nil {
 		return 0, l.fail(fmt.Errorf("raftlog: sync segment %d: %w", l.wSeq, err))
+	}
+	if l.syncs != nil {
+		l.syncs.Add(1)
 	}
 	l.wOff += int64(len(rec))
 	return off, nil
